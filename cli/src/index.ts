@@ -1,0 +1,2 @@
+// Public surface of @stateward/cli; filled in by its issue.
+export {};

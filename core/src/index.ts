@@ -1,0 +1,2 @@
+// Public surface of @stateward/core; filled in by its issue.
+export {};

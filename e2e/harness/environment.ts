@@ -1,0 +1,157 @@
+// The whole test environment — control plane, MariaDB, S3 — as one unit that
+// `make dev-up`, `make demo` and Vitest's global setup all start the same way.
+// Its description is written to <dir>/state.json (pids to stop) and
+// <dir>/env (shell exports for users and scripts).
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { ControlPlane } from "./controlplane.ts";
+import { ensureMariaDB, type MariaDBEndpoint } from "./mariadb.ts";
+import { EnvironmentError, isAlive, stopPid } from "./process.ts";
+import { startS3, type S3Endpoint } from "./s3.ts";
+import { repoRoot, tools } from "./tools.ts";
+
+export interface EnvironmentInfo {
+  dir: string;
+  kubeconfig: string;
+  server: string;
+  mysql: MariaDBEndpoint;
+  s3: S3Endpoint;
+  /** Every process the harness started, in start order. */
+  processes: { name: string; pid: number; logFile: string }[];
+}
+
+export interface EnvironmentHandle {
+  info: EnvironmentInfo;
+  controlPlane: ControlPlane;
+  stop(): Promise<void>;
+}
+
+/** Folder of the developer environment (`make dev-up`); STATEWARD_DEV_DIR overrides it (tests). */
+export const devDir = process.env.STATEWARD_DEV_DIR ?? join(repoRoot, ".stateward", "dev");
+/** Where `kubectl` and friends are linked, first on PATH in the env file. */
+export const localBin = join(repoRoot, ".stateward", "bin");
+
+function statePath(dir: string): string {
+  return join(dir, "state.json");
+}
+
+export function readState(dir: string): EnvironmentInfo | undefined {
+  const path = statePath(dir);
+  if (!existsSync(path)) return undefined;
+  return JSON.parse(readFileSync(path, "utf8")) as EnvironmentInfo;
+}
+
+/** True when /proc says `pid` is still the process we started (guards against pid reuse). */
+function isOurs(pid: number, logFile: string, name: string): boolean {
+  if (!isAlive(pid)) return false;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    const base = name.split(":")[0] ?? name;
+    return cmdline.includes(base) || cmdline.includes(dirname(logFile));
+  } catch {
+    return false;
+  }
+}
+
+/** Stops what a state file records, newest first, by pid; removes the state. */
+export async function stopRecorded(dir: string): Promise<string[]> {
+  const state = readState(dir);
+  const stopped: string[] = [];
+  if (!state) return stopped;
+  for (const proc of [...state.processes].reverse()) {
+    if (isOurs(proc.pid, proc.logFile, proc.name)) {
+      await stopPid(proc.pid, proc.name.startsWith("mariadbd") ? 30_000 : 10_000);
+      stopped.push(`${proc.name} (pid ${proc.pid})`);
+    }
+  }
+  rmSync(statePath(dir), { force: true });
+  return stopped;
+}
+
+/** All recorded processes still alive? */
+export function isRunning(dir: string): boolean {
+  const state = readState(dir);
+  return !!state && state.processes.every((p) => isOurs(p.pid, p.logFile, p.name));
+}
+
+function linkTool(name: string, target: string): void {
+  mkdirSync(localBin, { recursive: true });
+  const link = join(localBin, name);
+  try {
+    if (readlinkSync(link) === target) return;
+    unlinkSync(link);
+  } catch {
+    // absent or not a link
+  }
+  symlinkSync(target, link);
+}
+
+/** Shell `export` lines that put a user's shell into the environment. */
+export function envFile(info: EnvironmentInfo): string {
+  const q = (v: string | number) => `'${String(v).replaceAll("'", `'\\''`)}'`;
+  const vars: [string, string | number][] = [
+    ["KUBECONFIG", info.kubeconfig],
+    ["MYSQL_HOST", info.mysql.host],
+    ["MYSQL_PORT", info.mysql.port],
+    ["MYSQL_ROOT_PASSWORD", info.mysql.password],
+    ["S3_ENDPOINT", info.s3.endpoint],
+    ["S3_REGION", info.s3.region],
+    ["S3_ACCESS_KEY_ID", info.s3.accessKeyId],
+    ["S3_SECRET_ACCESS_KEY", info.s3.secretAccessKey],
+    ["S3_BUCKET", info.s3.bucket],
+  ];
+  const lines = vars.map(([k, v]) => `export ${k}=${q(v)}`);
+  lines.push(`export PATH=${q(localBin)}:"$PATH"`);
+  return `# Written by the Stateward test environment; source it: . ${join(info.dir, "env")}\n${lines.join("\n")}\n`;
+}
+
+/**
+ * Starts everything under `dir`. Leftovers of an earlier run recorded there
+ * are stopped first, so a crashed run never blocks the next one.
+ */
+export async function startEnvironment(opts: { dir: string; detached: boolean; nodes?: number }): Promise<EnvironmentHandle> {
+  await stopRecorded(opts.dir);
+  rmSync(opts.dir, { recursive: true, force: true });
+  mkdirSync(opts.dir, { recursive: true });
+  linkTool("kubectl", tools.kubectl());
+
+  const controlPlane = new ControlPlane({ dir: join(opts.dir, "cluster"), detached: opts.detached, nodes: opts.nodes });
+  // The three parts are independent; start them side by side.
+  const [cluster, db, store] = await Promise.allSettled([
+    controlPlane.start(),
+    ensureMariaDB(join(opts.dir, "mariadb"), opts.detached),
+    startS3(join(opts.dir, "s3"), opts.detached),
+  ]);
+  const processes: EnvironmentInfo["processes"] = [...controlPlane.info().processes];
+  if (db.status === "fulfilled" && db.value.pid !== undefined) {
+    processes.push({ name: "mariadbd", pid: db.value.pid, logFile: db.value.logFile ?? "" });
+  }
+  if (store.status === "fulfilled") processes.push({ name: "versitygw", pid: store.value.pid, logFile: store.value.logFile });
+  if (cluster.status === "rejected" || db.status === "rejected" || store.status === "rejected") {
+    // Stop whatever did come up, then report every part that failed.
+    for (const p of [...processes].reverse()) await stopPid(p.pid);
+    const failures = [cluster, db, store]
+      .filter((r): r is PromiseRejectedResult => r.status === "rejected")
+      .map((r) => (r.reason instanceof Error ? r.reason.message : String(r.reason)));
+    throw new EnvironmentError(`the test environment did not come up:\n${failures.join("\n\n")}`);
+  }
+  const kubeconfig = join(opts.dir, "kubeconfig");
+  copyFileSync(controlPlane.kubeconfigPath, kubeconfig);
+  const info: EnvironmentInfo = {
+    dir: opts.dir,
+    kubeconfig,
+    server: controlPlane.server,
+    mysql: db.value,
+    s3: store.value,
+    processes,
+  };
+  writeFileSync(statePath(opts.dir), JSON.stringify(info, null, 2));
+  writeFileSync(join(opts.dir, "env"), envFile(info), { mode: 0o600 });
+  return {
+    info,
+    controlPlane,
+    stop: async () => {
+      await stopRecorded(opts.dir);
+    },
+  };
+}

@@ -1,0 +1,18 @@
+// The real test environment, for Vitest global setup, `make dev-up` and the benchmarks.
+export { ControlPlane, type ControlPlaneInfo, type ControlPlaneOptions } from "./controlplane.ts";
+export {
+  devDir,
+  envFile,
+  isRunning,
+  localBin,
+  readState,
+  startEnvironment,
+  stopRecorded,
+  type EnvironmentHandle,
+  type EnvironmentInfo,
+} from "./environment.ts";
+export { canConnect, ensureMariaDB, startMariaDB, stopMariaDB, type MariaDBEndpoint } from "./mariadb.ts";
+export { EnvironmentError, logTail } from "./process.ts";
+export { freePort } from "./ports.ts";
+export { s3Client, startS3, type S3Endpoint } from "./s3.ts";
+export { cacheDir, kubernetesVersion, repoRoot, tools } from "./tools.ts";

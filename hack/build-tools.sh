@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds the Go binaries of the real test environment, once per machine.
+#
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (e2e/tools/kubernetes)
+#   etcd                                                              (e2e/tools/etcd)
+#   kwok                                                              (e2e/tools/kwok)
+#   versitygw (S3 server)                                             (e2e/tools/versitygw)
+#
+# Each tool is pinned by the go.mod/go.sum of its wrapper module under
+# e2e/tools/. Binaries land in $STATEWARD_CACHE/bin/<tool>-<version>/, outside
+# the repository, and a tool already there is not rebuilt. GOMODCACHE and
+# GOCACHE live in the same cache folder so that a rebuild after a version bump
+# is incremental. A failed build names the tool, prints the tail of its log and
+# exits non-zero.
+#
+# Usage: hack/build-tools.sh [tool...]   (default: all)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${STATEWARD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stateward}"
+export GOMODCACHE="$CACHE/go/mod" GOCACHE="$CACHE/go/build" GOFLAGS="-mod=mod" CGO_ENABLED=0
+# A build of kube-apiserver peaks around 2 GiB per compile job; two jobs fit
+# the 2-core machines comfortably.
+export GOMAXPROCS="${GOMAXPROCS:-2}"
+
+# The single source of the pinned versions; e2e/harness/tools.ts reads them too.
+source "$ROOT/e2e/tools/versions.env"
+
+command -v go >/dev/null || { echo "build-tools: Go is required (go 1.26+) to build the test environment" >&2; exit 1; }
+
+build() { # name version module-dir ldflags packages...
+  local name="$1" version="$2" dir="$3" ldflags="$4"; shift 4
+  local out="$CACHE/bin/$name-$version"
+  if [[ -f "$out/.complete" ]]; then return 0; fi
+  local log="$CACHE/logs/build-$name-$version.log"
+  mkdir -p "$out" "$(dirname "$log")"
+  echo "build-tools: building $name $version (first time on this machine; log: $log)" >&2
+  local start=$SECONDS
+  if ! (cd "$ROOT/e2e/tools/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out/" "$@") >"$log" 2>&1; then
+    echo "build-tools: FAILED to build $name $version — last lines of $log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+  touch "$out/.complete"
+  echo "build-tools: built $name $version in $((SECONDS - start)) s" >&2
+}
+
+k8s_ldflags() {
+  local v="${KUBERNETES_VERSION#v}" flags=""
+  local major="${v%%.*}" rest="${v#*.}"; local minor="${rest%%.*}"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$flags"
+}
+
+want=("$@")
+[[ ${#want[@]} -eq 0 ]] && want=(kubernetes etcd kwok versitygw)
+for tool in "${want[@]}"; do
+  case "$tool" in
+    kubernetes)
+      build kubernetes "$KUBERNETES_VERSION" kubernetes "$(k8s_ldflags)" \
+        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+        k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl ;;
+    etcd)
+      # The etcd main package is go.etcd.io/etcd/server/v3, which Go names "server".
+      build etcd "$ETCD_VERSION" etcd "" go.etcd.io/etcd/server/v3
+      if [[ -f "$CACHE/bin/etcd-$ETCD_VERSION/server" ]]; then
+        mv "$CACHE/bin/etcd-$ETCD_VERSION/server" "$CACHE/bin/etcd-$ETCD_VERSION/etcd"
+      fi ;;
+    kwok)
+      build kwok "$KWOK_VERSION" kwok "" sigs.k8s.io/kwok/cmd/kwok
+      # KWOK's own default Stages (node initialize + lease heartbeat, pod
+      # ready/complete/delete) ship in its module; take them from the module
+      # cache next to the binary rather than keeping copies in the repository.
+      stages="$CACHE/bin/kwok-$KWOK_VERSION/stages"
+      if [[ ! -f "$stages/.complete" ]]; then
+        src="$(cd "$ROOT/e2e/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage"
+        mkdir -p "$stages"
+        cp "$src/node/fast/node-initialize.yaml" "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+          "$src/pod/fast/pod-ready.yaml" "$src/pod/fast/pod-complete.yaml" "$src/pod/fast/pod-delete.yaml" "$stages/"
+        chmod u+w "$stages"/*.yaml
+        touch "$stages/.complete"
+      fi ;;
+    versitygw) build versitygw "$VERSITYGW_VERSION" versitygw "" github.com/versity/versitygw/cmd/versitygw ;;
+    *) echo "build-tools: unknown tool $tool" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,2 @@
+// Public surface of @stateward/operator-database-user; filled in by its issue.
+export {};

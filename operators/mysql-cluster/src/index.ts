@@ -1,0 +1,2 @@
+// Public surface of @stateward/operator-mysql-cluster; filled in by its issue.
+export {};

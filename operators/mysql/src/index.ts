@@ -1,0 +1,2 @@
+// Public surface of @stateward/mysql; filled in by its issue.
+export {};
