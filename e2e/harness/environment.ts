@@ -53,19 +53,20 @@ function isOurs(pid: number, logFile: string, name: string): boolean {
   }
 }
 
-/** Stops what a state file records, newest first, by pid; removes the state. */
+/**
+ * Stops what a state file records, by pid, and removes the state. Everything
+ * but etcd stops side by side (kube-apiserver alone takes seconds to drain);
+ * etcd goes last so the apiserver never loses its store mid-shutdown.
+ */
 export async function stopRecorded(dir: string): Promise<string[]> {
   const state = readState(dir);
-  const stopped: string[] = [];
-  if (!state) return stopped;
-  for (const proc of [...state.processes].reverse()) {
-    if (isOurs(proc.pid, proc.logFile, proc.name)) {
-      await stopPid(proc.pid, proc.name.startsWith("mariadbd") ? 30_000 : 10_000);
-      stopped.push(`${proc.name} (pid ${proc.pid})`);
-    }
-  }
+  if (!state) return [];
+  const ours = state.processes.filter((p) => isOurs(p.pid, p.logFile, p.name));
+  const stop = (p: (typeof ours)[number]) => stopPid(p.pid, p.name.startsWith("mariadbd") ? 30_000 : 10_000);
+  await Promise.all(ours.filter((p) => p.name !== "etcd").map(stop));
+  await Promise.all(ours.filter((p) => p.name === "etcd").map(stop));
   rmSync(statePath(dir), { force: true });
-  return stopped;
+  return ours.map((p) => `${p.name} (pid ${p.pid})`);
 }
 
 /** All recorded processes still alive? */
