@@ -1,2 +1,2 @@
-// Public surface of @stateward/cli; filled in by its issue.
-export {};
+// The `stateward` command lives in main.ts; this package exports the operator registry.
+export { availableOperators, selectOperators } from "./operators.ts";

@@ -1,0 +1,2 @@
+export { findCondition, isConditionTrue, setCondition, type Condition, type ConditionStatus, type ConditionUpdate } from "./conditions.ts";
+export { conditionsSchema } from "./schema.ts";

@@ -1,0 +1,72 @@
+// The controller builder, as controller-runtime's:
+//   builder.named("widget").for(Widget).owns(builtin.configMap).watches(builtin.secret, map).complete(reconciler)
+import type { KubeObject, ResourceType } from "../client/index.ts";
+import { Controller, ownKey, toOwner, type ControllerDeps, type ControllerOptions, type MapFunc } from "./controller.ts";
+import type { Predicate } from "./predicates.ts";
+import type { Reconciler } from "./reconciler.ts";
+
+interface WatchSpec {
+  rt: ResourceType;
+  map: MapFunc;
+  predicates: Predicate[];
+  labelSelector?: string;
+}
+
+export class ControllerBuilder {
+  private readonly deps: ControllerDeps;
+  private readonly register: (c: Controller) => void;
+  private readonly defaultSelector: string | undefined;
+  private controllerName = "";
+  private primary: ResourceType | undefined;
+  private readonly specs: WatchSpec[] = [];
+  private options: ControllerOptions = {};
+
+  /**
+   * @param forSelector label selector applied server-side to the primary kind
+   *   (the manager's `--target`); owned and watched kinds are not filtered.
+   */
+  constructor(deps: ControllerDeps, register: (c: Controller) => void, forSelector?: string) {
+    this.deps = deps;
+    this.register = register;
+    this.defaultSelector = forSelector;
+  }
+
+  named(name: string): this {
+    this.controllerName = name;
+    return this;
+  }
+
+  /** The kind this controller reconciles; its events enqueue the object itself. */
+  for(rt: ResourceType, predicates: Predicate[] = []): this {
+    this.primary = rt;
+    this.specs.push({ rt, map: ownKey, predicates, labelSelector: this.defaultSelector });
+    return this;
+  }
+
+  /** A kind the primary owns (ownerReferences with controller: true); its events enqueue the owner. */
+  owns(rt: ResourceType, predicates: Predicate[] = []): this {
+    if (!this.primary) throw new Error("owns() needs for() first");
+    this.specs.push({ rt, map: toOwner(this.primary), predicates });
+    return this;
+  }
+
+  /** Any kind, mapped to the requests it should trigger. */
+  watches<T extends KubeObject>(rt: ResourceType, map: MapFunc<T>, predicates: Predicate<T>[] = []): this {
+    this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[] });
+    return this;
+  }
+
+  withOptions(options: ControllerOptions): this {
+    this.options = { ...this.options, ...options };
+    return this;
+  }
+
+  complete(reconciler: Reconciler): Controller {
+    if (!this.primary) throw new Error("a controller needs for()");
+    const name = this.controllerName || this.primary.kind.toLowerCase();
+    const controller = new Controller(name, reconciler, this.deps, this.options);
+    for (const spec of this.specs) controller.watch(spec.rt, spec.map, spec.predicates, spec.labelSelector);
+    this.register(controller);
+    return controller;
+  }
+}

@@ -1,0 +1,1 @@
+export { EventRecorder, type EventRecorderOptions, type EventType } from "./recorder.ts";

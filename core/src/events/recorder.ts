@@ -1,0 +1,109 @@
+// An event recorder on events.k8s.io/v1 — what `kubectl describe` shows under
+// "Events". A repeat of the same event (same object, type, reason, note)
+// within the series window updates the existing Event's series count instead
+// of creating a new object, and at most once per `repeatIntervalMs`, so an
+// object stuck in a retry loop cannot flood the API server with events.
+import { hostname } from "node:os";
+import { builtin, type KubeClient, type KubeObject } from "../client/index.ts";
+
+export type EventType = "Normal" | "Warning";
+
+export interface EventRecorderOptions {
+  /** e.g. "stateward.io/database-user". */
+  reportingController: string;
+  /** Defaults to the host name (the pod name in a cluster). */
+  reportingInstance?: string;
+  /** Repeats within this window join one Event's series. Defaults to 6 min (the events.k8s.io series window client-go uses). */
+  seriesWindowMs?: number;
+  /** Minimum time between two API writes for the same repeated event. Defaults to 30 s. */
+  repeatIntervalMs?: number;
+  now?: () => number;
+  onError?: (err: unknown) => void;
+}
+
+interface Seen {
+  name: string;
+  namespace: string;
+  count: number;
+  firstMs: number;
+  lastWriteMs: number;
+}
+
+/** Kubernetes MicroTime wants six fractional digits. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+const MAX_NOTE = 1024;
+
+export class EventRecorder {
+  private readonly client: KubeClient;
+  private readonly opts: Required<Omit<EventRecorderOptions, "onError">> & Pick<EventRecorderOptions, "onError">;
+  private readonly seen = new Map<string, Seen>();
+
+  constructor(client: KubeClient, opts: EventRecorderOptions) {
+    this.client = client;
+    this.opts = {
+      reportingController: opts.reportingController,
+      reportingInstance: opts.reportingInstance ?? hostname(),
+      seriesWindowMs: opts.seriesWindowMs ?? 6 * 60_000,
+      repeatIntervalMs: opts.repeatIntervalMs ?? 30_000,
+      now: opts.now ?? Date.now,
+      onError: opts.onError,
+    };
+  }
+
+  /**
+   * Records an event about `regarding`. Never throws: an event is best effort
+   * and must not fail the reconcile that reports it.
+   */
+  async record(regarding: KubeObject, type: EventType, reason: string, note: string, action = reason): Promise<void> {
+    try {
+      await this.write(regarding, type, reason, note.length > MAX_NOTE ? `${note.slice(0, MAX_NOTE - 3)}...` : note, action);
+    } catch (err) {
+      this.opts.onError?.(err);
+    }
+  }
+
+  private async write(regarding: KubeObject, type: EventType, reason: string, note: string, action: string): Promise<void> {
+    const now = this.opts.now();
+    const namespace = regarding.metadata.namespace ?? "default";
+    const key = `${regarding.metadata.uid ?? regarding.metadata.name}|${type}|${reason}|${note}`;
+    const seen = this.seen.get(key);
+    if (seen && now - seen.firstMs < this.opts.seriesWindowMs) {
+      seen.count++;
+      if (now - seen.lastWriteMs < this.opts.repeatIntervalMs) return;
+      seen.lastWriteMs = now;
+      await this.client.patch(builtin.event, seen.namespace, seen.name, {
+        series: { count: seen.count, lastObservedTime: microTime(now) },
+      });
+      return;
+    }
+    const created = await this.client.create(builtin.event, {
+      metadata: { generateName: `${regarding.metadata.name ?? "object"}.`, namespace },
+      eventTime: microTime(now),
+      reportingController: this.opts.reportingController,
+      reportingInstance: this.opts.reportingInstance,
+      action,
+      reason,
+      note,
+      type,
+      regarding: {
+        apiVersion: regarding.apiVersion,
+        kind: regarding.kind,
+        name: regarding.metadata.name,
+        namespace: regarding.metadata.namespace,
+        uid: regarding.metadata.uid,
+        resourceVersion: regarding.metadata.resourceVersion,
+      },
+    } as KubeObject);
+    this.seen.set(key, { name: created.metadata.name!, namespace, count: 1, firstMs: now, lastWriteMs: now });
+    this.prune(now);
+  }
+
+  /** Forget series that left the window, so memory stays bounded. */
+  private prune(now: number): void {
+    if (this.seen.size < 1000) return;
+    for (const [key, s] of this.seen) if (now - s.firstMs >= this.opts.seriesWindowMs) this.seen.delete(key);
+  }
+}

@@ -1,0 +1,1 @@
+export { addFinalizer, hasFinalizer, isBeingDeleted, removeFinalizer } from "./finalizers.ts";

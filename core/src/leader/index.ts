@@ -1,0 +1,1 @@
+export { LeaderElector, type LeaderElectionOptions } from "./lease.ts";

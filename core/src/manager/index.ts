@@ -1,0 +1,4 @@
+export { ensureCrds, type CrdPolicy } from "./crds.ts";
+export { Manager, TARGET_LABEL, type LeaderElectionConfig, type ManagerOptions, type RequestCounts } from "./manager.ts";
+export { resourceOf, type ControllerSetup, type CustomKind, type OperatorModule } from "./module.ts";
+export { Tokens, systemClock, type Clock, type ManagerSettings } from "./tokens.ts";

@@ -1,0 +1,238 @@
+// The Manager: owns the inversify container, loads OperatorModules, installs
+// or verifies their CRDs, starts the cache, waits for it to sync, runs the
+// controllers (only while leading, when leader election is on), serves
+// /healthz, /readyz and /metrics, and shuts down gracefully.
+import type { KubeConfig } from "@kubernetes/client-node";
+import { Container } from "inversify";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { Cache, type InformerOptions } from "../cache/index.ts";
+import { KubeClient, type RequestObservation } from "../client/index.ts";
+import type { Controller} from "../controller/index.ts";
+import { ControllerBuilder } from "../controller/index.ts";
+import { EventRecorder } from "../events/index.ts";
+import { MetricsServer, ProbeServer, type BoundAddress } from "../health/index.ts";
+import { LeaderElector } from "../leader/index.ts";
+import { createLogger, type Logger } from "../log/index.ts";
+import { Metrics } from "../metrics/index.ts";
+import { ensureCrds, type CrdPolicy } from "./crds.ts";
+import type { ControllerSetup, OperatorModule } from "./module.ts";
+import { Tokens, systemClock, type ManagerSettings } from "./tokens.ts";
+
+export const TARGET_LABEL = "stateward.io/target";
+
+export interface LeaderElectionConfig {
+  /** Namespace of the Lease. */
+  namespace: string;
+  /** Lease name. Defaults to "stateward-manager". */
+  name?: string;
+  /** Defaults to "<hostname>_<random>". */
+  identity?: string;
+  /** Defaults to 15 s / 10 s / 2 s, as controller-runtime. */
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+}
+
+export interface ManagerOptions {
+  kubeConfig: KubeConfig;
+  /** Namespaces to watch; empty means cluster-wide. Defaults to []. */
+  namespaces?: string[];
+  /** Only objects labelled stateward.io/target=<target> are seen (server-side selector). Defaults to none. */
+  target?: string;
+  /** Lease-based leader election; off when undefined. */
+  leaderElection?: LeaderElectionConfig;
+  /** /metrics bind address ("0" disables). Defaults to "0" here; the CLI defaults to ":8080". */
+  metricsAddr?: string;
+  /** /healthz and /readyz bind address ("0" disables). Defaults to "0" here; the CLI defaults to ":8081". */
+  healthAddr?: string;
+  /** Install the CRDs, or only verify they exist. Defaults to "install". */
+  crds?: CrdPolicy;
+  /** Upper bound on draining in-flight reconciles at shutdown. Defaults to 30 s (controller-runtime's GracefulShutdownTimeout). */
+  gracefulShutdownMs?: number;
+  logger?: Logger;
+  /** Field manager for writes. Defaults to "stateward". */
+  fieldManager?: string;
+  /** Informer tuning (watchdog, backoff); defaults are the informer's. */
+  informer?: Omit<InformerOptions, "namespace" | "labelSelector" | "logger">;
+}
+
+/** Requests counted by verb since the manager was created; tests and benchmarks read it. */
+export interface RequestCounts {
+  total: number;
+  writes: number;
+  byVerb: Record<string, number>;
+}
+
+const WRITE_VERBS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+export class Manager {
+  readonly container = new Container({ defaultScope: "Singleton" });
+  readonly client: KubeClient;
+  readonly cache: Cache;
+  readonly metrics = new Metrics();
+  readonly logger: Logger;
+  readonly requests: RequestCounts = { total: 0, writes: 0, byVerb: {} };
+  readonly settings: ManagerSettings;
+  private readonly opts: ManagerOptions;
+  private readonly modules: OperatorModule[] = [];
+  private readonly controllers: Controller[] = [];
+  private readonly probes = new ProbeServer();
+  private readonly metricsServer: MetricsServer;
+  private elector: LeaderElector | undefined;
+  private controllersRunning = false;
+  private lostLeadership = false;
+  private stopping: Promise<void> | undefined;
+  private resolveDone!: () => void;
+  private rejectDone!: (err: Error) => void;
+  /** Settles when the manager has stopped; rejects if it lost leadership. */
+  readonly done: Promise<void>;
+  healthAddress: BoundAddress | undefined;
+  metricsAddress: BoundAddress | undefined;
+
+  constructor(opts: ManagerOptions) {
+    this.opts = opts;
+    this.logger = opts.logger ?? createLogger();
+    this.settings = { namespaces: opts.namespaces ?? [], target: opts.target, targetLabel: TARGET_LABEL };
+    const host = (() => {
+      try {
+        return new URL(opts.kubeConfig.getCurrentCluster()?.server ?? "").host;
+      } catch {
+        return "";
+      }
+    })();
+    this.client = new KubeClient({
+      kubeConfig: opts.kubeConfig,
+      fieldManager: opts.fieldManager,
+      observe: (o: RequestObservation) => {
+        this.requests.total++;
+        this.requests.byVerb[o.verb] = (this.requests.byVerb[o.verb] ?? 0) + 1;
+        if (WRITE_VERBS.has(o.verb)) this.requests.writes++;
+        this.metrics.restRequest(o.verb === "LIST" || o.verb === "WATCH" ? "GET" : o.verb, host, o.status || "<error>", o.seconds);
+      },
+    });
+    this.cache = new Cache(this.client, {
+      namespaces: this.settings.namespaces,
+      informer: opts.informer,
+      logger: this.logger.child({ component: "cache" }),
+    });
+    this.metricsServer = new MetricsServer(() => this.metrics.exposition());
+    this.done = new Promise((resolve, reject) => {
+      this.resolveDone = resolve;
+      this.rejectDone = reject;
+    });
+    this.done.catch(() => undefined);
+    const c = this.container;
+    c.bind(Tokens.KubeClient).toConstantValue(this.client);
+    c.bind(Tokens.Cache).toConstantValue(this.cache);
+    c.bind(Tokens.Logger).toConstantValue(this.logger);
+    c.bind(Tokens.Metrics).toConstantValue(this.metrics);
+    c.bind(Tokens.Clock).toConstantValue(systemClock);
+    c.bind(Tokens.ManagerSettings).toConstantValue(this.settings);
+    c.bind(Tokens.EventRecorderFactory).toConstantValue(
+      (controller: string) =>
+        new EventRecorder(this.client, {
+          reportingController: `stateward.io/${controller}`,
+          onError: (err) => this.logger.warn("could not record event", { controller, err }),
+        }),
+    );
+  }
+
+  /** Adds operator modules; their container modules are loaded into the manager's container. */
+  load(...modules: OperatorModule[]): this {
+    for (const m of modules) {
+      if (this.modules.some((x) => x.name === m.name)) continue;
+      this.modules.push(m);
+      this.container.load(m.container);
+    }
+    return this;
+  }
+
+  get loadedOperators(): string[] {
+    return this.modules.map((m) => m.name);
+  }
+
+  private get targetSelector(): string | undefined {
+    return this.opts.target ? `${TARGET_LABEL}=${this.opts.target}` : undefined;
+  }
+
+  /** Installs or verifies CRDs, builds controllers, syncs caches, then runs (or campaigns for leadership). */
+  async start(): Promise<void> {
+    const log = this.logger;
+    const kinds = this.modules.flatMap((m) => m.kinds);
+    await ensureCrds(this.client, kinds, this.opts.crds ?? "install");
+
+    const deps = { cache: this.cache, logger: this.logger, metrics: this.metrics };
+    const setups = this.container.isBound(Tokens.ControllerSetup) ? this.container.getAll<ControllerSetup>(Tokens.ControllerSetup) : [];
+    for (const setup of setups) setup.setup(new ControllerBuilder(deps, (c) => this.controllers.push(c), this.targetSelector));
+
+    this.probes.addHealthCheck("ping", () => undefined);
+    this.probes.addReadyCheck("informer-sync", () => {
+      if (!this.cache.hasSynced()) throw new Error("caches not synced yet");
+    });
+    this.healthAddress = await this.probes.start(this.opts.healthAddr ?? "0");
+    this.metricsAddress = await this.metricsServer.start(this.opts.metricsAddr ?? "0");
+
+    this.cache.start();
+    await this.cache.waitForSync();
+    log.info("caches synced", {
+      operators: this.loadedOperators,
+      namespaces: this.settings.namespaces.length ? this.settings.namespaces : "all",
+      target: this.opts.target ?? null,
+    });
+
+    const le = this.opts.leaderElection;
+    if (!le) {
+      this.startControllers();
+      return;
+    }
+    const identity = le.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
+    const name = le.name ?? "stateward-manager";
+    this.elector = new LeaderElector(this.client, {
+      namespace: le.namespace,
+      name,
+      identity,
+      leaseDurationMs: le.leaseDurationMs,
+      renewDeadlineMs: le.renewDeadlineMs,
+      retryPeriodMs: le.retryPeriodMs,
+      onStartedLeading: () => {
+        log.info("became leader", { lease: `${le.namespace}/${name}`, identity });
+        this.metrics.leader(name, true);
+        this.startControllers();
+      },
+      onStoppedLeading: () => {
+        log.error("lost leadership; stopping", { lease: `${le.namespace}/${name}`, identity });
+        this.metrics.leader(name, false);
+        this.lostLeadership = true;
+        void this.stop();
+      },
+      onError: (err) => log.warn("leader election attempt failed", { err }),
+    });
+    this.elector.start();
+  }
+
+  isLeader(): boolean {
+    return this.elector ? this.elector.isLeader() : this.controllersRunning;
+  }
+
+  private startControllers(): void {
+    if (this.controllersRunning || this.stopping) return;
+    this.controllersRunning = true;
+    for (const c of this.controllers) c.start();
+  }
+
+  /** Graceful stop: release leadership, drain in-flight reconciles (bounded), stop informers and servers. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const grace = this.opts.gracefulShutdownMs ?? 30_000;
+      await Promise.all(this.controllers.map((c) => c.stop(grace)));
+      await this.elector?.stop();
+      await this.cache.stop();
+      await Promise.all([this.probes.stop(), this.metricsServer.stop()]);
+      this.logger.info("manager stopped");
+      if (this.lostLeadership) this.rejectDone(new Error("leader election lost"));
+      else this.resolveDone();
+    })();
+    return this.stopping;
+  }
+}

@@ -1,0 +1,41 @@
+// The plug-in contract: an operator is an OperatorModule — a name, the kinds
+// (CRDs) it owns, and an inversify ContainerModule that binds its services
+// and one or more ControllerSetups under Tokens.ControllerSetup.
+import type { ContainerModule } from "inversify";
+import type { ResourceType } from "../client/index.ts";
+import type { ControllerBuilder } from "../controller/index.ts";
+import type { CrdManifest } from "../crd/index.ts";
+
+/** What the manager needs of a kind defined with core/crd's defineKind. */
+export interface CustomKind {
+  apiVersion: string;
+  kind: string;
+  plural: string;
+  scope: "Namespaced" | "Cluster";
+  /** `<plural>.<group>`. */
+  crdName: string;
+  /** The CRD in wire form (what the API server and YAML files take). */
+  crdManifest(): CrdManifest;
+}
+
+export function resourceOf(kind: CustomKind): ResourceType {
+  return { apiVersion: kind.apiVersion, kind: kind.kind, plural: kind.plural, namespaced: kind.scope === "Namespaced" };
+}
+
+export interface OperatorModule {
+  /** As given to `--operators`, e.g. "database-user". */
+  name: string;
+  /** The kinds whose CRDs this operator owns. */
+  kinds: CustomKind[];
+  /** Binds the operator's services and its ControllerSetups. */
+  container: ContainerModule;
+}
+
+/**
+ * Builds one controller. Bound by operator modules under
+ * Tokens.ControllerSetup (several per module allowed); the manager calls
+ * `setup` with a fresh builder once the container is complete.
+ */
+export interface ControllerSetup {
+  setup(builder: ControllerBuilder): void;
+}

@@ -1,0 +1,36 @@
+// Injection tokens of the core services. Services are injected by token
+// (never by type: TypeScript 7 emits no decorator metadata), so a test can
+// rebind any of them — the clock, the client, a MySQL connector — without
+// touching the operator.
+export const Tokens = {
+  /** KubeClient: writes to the API server. */
+  KubeClient: Symbol.for("stateward.core.KubeClient"),
+  /** Cache: reads (informer stores). */
+  Cache: Symbol.for("stateward.core.Cache"),
+  /** Logger: the manager's root logger. */
+  Logger: Symbol.for("stateward.core.Logger"),
+  /** Metrics: the manager's Prometheus registry. */
+  Metrics: Symbol.for("stateward.core.Metrics"),
+  /** Clock: `{ now(): Date }`, rebound by tests to control time. */
+  Clock: Symbol.for("stateward.core.Clock"),
+  /** EventRecorderFactory: `(controllerName) => EventRecorder`. */
+  EventRecorderFactory: Symbol.for("stateward.core.EventRecorderFactory"),
+  /** ManagerSettings: the resolved manager options operators may read (namespaces, target). */
+  ManagerSettings: Symbol.for("stateward.core.ManagerSettings"),
+  /** ControllerSetup (multi-bound): one per controller an operator runs. */
+  ControllerSetup: Symbol.for("stateward.core.ControllerSetup"),
+} as const;
+
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** What operators may know about how the manager is scoped. */
+export interface ManagerSettings {
+  namespaces: string[];
+  target: string | undefined;
+  /** The label operators put on objects they create for a target: `stateward.io/target`. */
+  targetLabel: string;
+}
