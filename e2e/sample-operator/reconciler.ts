@@ -4,7 +4,6 @@ import {
   applyIfChanged,
   builtin,
   controllerReference,
-  findCondition,
   isBeingDeleted,
   removeFinalizer,
   setCondition,
@@ -18,6 +17,7 @@ import {
   type Request,
   type Result,
 } from "@stateward/core";
+import { isDeepStrictEqual } from "node:util";
 import { WidgetKind, type Widget } from "./api.ts";
 
 export const FINALIZER = "sample.stateward.io/cleanup";
@@ -82,12 +82,8 @@ export class WidgetReconciler implements Reconciler {
     const generation = widget.metadata.generation;
     const conditions = setCondition(widget.status?.conditions, { ...ready, observedGeneration: generation });
     const next = { ...widget.status, ...fields, observedGeneration: generation, conditions };
-    const before = findCondition(widget.status?.conditions, "Ready");
-    const after = findCondition(conditions, "Ready");
-    if (JSON.stringify(before) === JSON.stringify(after) && widget.status?.observedGeneration === generation &&
-      (fields.configMap === undefined || widget.status?.configMap === fields.configMap)) {
-      return widget;
-    }
+    // Key order differs between what we build and what the server returns; compare semantically.
+    if (isDeepStrictEqual(next, { ...widget.status })) return widget;
     return this.client.updateStatus<Widget>(WidgetKind.resource, { ...structuredClone(widget), status: next });
   }
 }

@@ -3,6 +3,7 @@
 // within the series window updates the existing Event's series count instead
 // of creating a new object, and at most once per `repeatIntervalMs`, so an
 // object stuck in a retry loop cannot flood the API server with events.
+import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { builtin, type KubeClient, type KubeObject } from "../client/index.ts";
 
@@ -80,7 +81,8 @@ export class EventRecorder {
       return;
     }
     const created = await this.client.create(builtin.event, {
-      metadata: { generateName: `${regarding.metadata.name ?? "object"}.`, namespace },
+      // client-go's naming: "<object>.<unique hex>" (a generateName ending in "." is not a valid name prefix).
+      metadata: { name: `${regarding.metadata.name ?? "object"}.${now.toString(16)}${randomBytes(2).toString("hex")}`, namespace },
       eventTime: microTime(now),
       reportingController: this.opts.reportingController,
       reportingInstance: this.opts.reportingInstance,

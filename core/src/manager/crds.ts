@@ -1,6 +1,6 @@
 // Installing or verifying the CRDs of the loaded operators.
 import { setTimeout as sleep } from "node:timers/promises";
-import { builtin, isNotFound, type KubeClient, type KubeObject } from "../client/index.ts";
+import { applyIfChanged, builtin, isNotFound, type KubeClient, type KubeObject } from "../client/index.ts";
 import type { CustomKind } from "./module.ts";
 
 export type CrdPolicy = "install" | "verify";
@@ -20,7 +20,12 @@ const established = (crd: CrdObject) => crd.status?.conditions?.some((c) => c.ty
 export async function ensureCrds(client: KubeClient, kinds: CustomKind[], policy: CrdPolicy, timeoutMs = 60_000): Promise<void> {
   if (policy === "install") {
     for (const kind of kinds) {
-      await client.apply(builtin.customResourceDefinition, kind.crdManifest(), { force: true });
+      const live = await client.get<CrdObject>(builtin.customResourceDefinition, undefined, kind.crdName).catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      });
+      // Apply only what differs, so a restart of a converged manager writes nothing.
+      await applyIfChanged(client, builtin.customResourceDefinition, kind.crdManifest(), live);
     }
   }
   const until = Date.now() + timeoutMs;

@@ -53,6 +53,8 @@ export interface ManagerOptions {
   logger?: Logger;
   /** Field manager for writes. Defaults to "stateward". */
   fieldManager?: string;
+  /** Called after every API request (tests use it to check what was listed, watched and written). */
+  onRequest?: (o: RequestObservation) => void;
   /** Informer tuning (watchdog, backoff); defaults are the informer's. */
   informer?: Omit<InformerOptions, "namespace" | "labelSelector" | "logger">;
 }
@@ -105,6 +107,7 @@ export class Manager {
       kubeConfig: opts.kubeConfig,
       fieldManager: opts.fieldManager,
       observe: (o: RequestObservation) => {
+        opts.onRequest?.(o);
         this.requests.total++;
         this.requests.byVerb[o.verb] = (this.requests.byVerb[o.verb] ?? 0) + 1;
         if (WRITE_VERBS.has(o.verb)) this.requests.writes++;
