@@ -60,8 +60,16 @@ unit: $(DEPS_STAMP) ## unit tests (pure logic, no servers)
 integration: $(DEPS_STAMP) tools ## integration tests against a real control plane, MariaDB and S3
 	vitest run --project integration $(VITEST_REPORT)
 
+.PHONY: crds
+crds: $(DEPS_STAMP) ## regenerate crds/*.yaml from the schemas in code
+	node hack/generate-crds.ts
+
+.PHONY: crds-check
+crds-check: $(DEPS_STAMP) ## fail when crds/*.yaml is stale
+	node hack/generate-crds.ts --check
+
 .PHONY: test
-test: lint typecheck unit integration ## lint, type-check, unit and integration tests
+test: lint typecheck crds-check unit integration ## lint, type-check, CRD freshness, unit and integration tests
 	@node hack/test-summary.ts $(REPORTS)/unit.json $(REPORTS)/integration.json
 
 .PHONY: dev-up
@@ -83,13 +91,16 @@ demo: dev-up ## from a fresh clone: the local environment, then how to reach it
 	@echo "  . .stateward/dev/env && kubectl get nodes"
 	@. .stateward/dev/env && kubectl get nodes -o wide
 
+# Extra flags for `make run`, e.g. make run ARGS="--namespaces demo --operators database-user"
+ARGS ?=
+
 .PHONY: run
-run: $(DEPS_STAMP) ## the manager against the current kube context (stateward run)
-	@echo "make run: the manager arrives with the core runtime (issue: core)"; exit 1
+run: $(DEPS_STAMP) ## the manager against the current kube context (stateward run $(ARGS))
+	node cli/src/main.ts run $(ARGS)
 
 .PHONY: install
-install: $(DEPS_STAMP) ## install the CRDs into the current cluster
-	@echo "make install: there are no CRDs yet (issue: core)"; exit 1
+install: crds ## install the CRDs into the current cluster (kubectl apply --server-side)
+	@if ls crds/*.yaml >/dev/null 2>&1; then kubectl apply --server-side -f crds/; else echo "no CRDs to install yet"; fi
 
 .PHONY: deploy
 deploy: ## install the Helm chart into the current cluster

@@ -29,6 +29,10 @@ export interface ControlPlaneOptions {
   detached: boolean;
   /** Number of fake KWOK nodes. Defaults to 3 (room for anti-affinity across three pods). */
   nodes?: number;
+  /** Extra kube-apiserver flags, e.g. ["--watch-cache=false"] for tests of expired resourceVersions. */
+  apiserverArgs?: string[];
+  /** Start only etcd and kube-apiserver (no controller-manager, scheduler, KWOK): enough for runtime tests. Defaults to false. */
+  apiOnly?: boolean;
 }
 
 export interface ControlPlaneInfo {
@@ -43,6 +47,8 @@ export class ControlPlane {
   readonly dir: string;
   readonly detached: boolean;
   readonly nodeCount: number;
+  private readonly extraApiserverArgs: string[];
+  private readonly apiOnly: boolean;
   private readonly logs: string;
   private procs = new Map<string, RunningProcess>();
   private pki!: ClusterPki;
@@ -54,6 +60,8 @@ export class ControlPlane {
     this.dir = opts.dir;
     this.detached = opts.detached;
     this.nodeCount = opts.nodes ?? 3;
+    this.extraApiserverArgs = opts.apiserverArgs ?? [];
+    this.apiOnly = opts.apiOnly ?? false;
     this.logs = join(opts.dir, "logs");
   }
 
@@ -93,9 +101,11 @@ export class ControlPlane {
         user: { name: "stateward-admin", certPem: readPem(this.pki.adminCert), keyPem: readPem(this.pki.adminKey) },
       });
       await this.startApiserver();
-      await Promise.all([this.startControllerManager(), this.startScheduler()]);
-      await this.startKwok();
-      await this.createNodes();
+      if (!this.apiOnly) {
+        await Promise.all([this.startControllerManager(), this.startScheduler()]);
+        await this.startKwok();
+        await this.createNodes();
+      }
     } catch (err) {
       await this.stop();
       throw err;
@@ -173,7 +183,33 @@ export class ControlPlane {
       `--service-account-key-file=${this.pki.serviceAccountPub}`,
       `--service-account-signing-key-file=${this.pki.serviceAccountKey}`,
       "--v=1",
+      ...this.extraApiserverArgs,
     ];
+  }
+
+  get apiserverPortNumber(): number {
+    return this.apiserverPort;
+  }
+
+  /** The admin client identity and CA, for writing kubeconfigs that point elsewhere (e.g. through a proxy). */
+  adminCredentials(): { caPem: string; certPem: string; keyPem: string } {
+    return { caPem: readPem(this.pki.caCert), certPem: readPem(this.pki.adminCert), keyPem: readPem(this.pki.adminKey) };
+  }
+
+  /**
+   * A second kube-apiserver on the same etcd (as in an HA control plane), so
+   * a test can change objects while the first one is down. Returns its kubeconfig.
+   */
+  async startSecondApiserver(): Promise<string> {
+    const port = await freePort();
+    const args = this.apiserverFlags().map((a) => (a.startsWith("--secure-port=") ? `--secure-port=${port}` : a));
+    args.push(`--cert-dir=${join(this.dir, "apiserver-2-certs")}`);
+    const proc = this.spawn("kube-apiserver-2", tools.kubeApiserver(), args);
+    const tls = { ca: readPem(this.pki.caCert), cert: readPem(this.pki.adminCert), key: readPem(this.pki.adminKey) };
+    await waitUntilReady(proc, async () => (await httpsGet(`https://127.0.0.1:${port}/readyz`, tls)).status === 200, deadlines.apiserver);
+    const path = join(this.dir, "kubeconfig-2");
+    writeKubeconfig(path, { server: `https://127.0.0.1:${port}`, caPem: tls.ca, user: { name: "stateward-admin", certPem: tls.cert, keyPem: tls.key } });
+    return path;
   }
 
   /** kubeconfig files for the other components: the admin identity. */

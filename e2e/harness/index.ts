@@ -16,3 +16,4 @@ export { EnvironmentError, logTail } from "./process.ts";
 export { freePort } from "./ports.ts";
 export { s3Client, startS3, type S3Endpoint } from "./s3.ts";
 export { cacheDir, kubernetesVersion, repoRoot, tools } from "./tools.ts";
+export { TcpProxy } from "./tcp-proxy.ts";
