@@ -1,0 +1,199 @@
+// The kinds of the mysql-backup operator: MySQLBackup and MySQLRestore.
+// Field semantics follow DESIGN.md "The API"; each field's description is
+// what `kubectl explain` shows.
+import {
+  array,
+  boolean,
+  conditionsSchema,
+  defineKind,
+  integer,
+  object,
+  optional,
+  string,
+  stringEnum,
+  type ObjectOf,
+} from "@stateward/core";
+
+const NAME = { minLength: 1, maxLength: 253, pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" };
+
+const instanceRef = (what: string) =>
+  object({ name: string("Name of the MySQLInstance in the same namespace.", NAME) }, what);
+
+const secretKeyRef = (description: string) =>
+  object(
+    {
+      name: string("Name of the Secret in the same namespace.", NAME),
+      key: string("Key in the Secret's data.", { minLength: 1, maxLength: 253 }),
+    },
+    description,
+  );
+
+/** Where objects live in S3: shared by a backup's storage and a restore's source. */
+function s3Fields() {
+  return {
+    bucket: string("Bucket name.", { minLength: 3, maxLength: 63 }),
+    prefix: optional(
+      string("Key prefix under which backups are stored, without a trailing slash. Backups go to <prefix>/<namespace>/<backup name>/.", {
+        maxLength: 512,
+        default: "",
+        pattern: "^([^/].*[^/]|[^/]?)$",
+      }),
+    ),
+    endpoint: optional(
+      string("S3 endpoint URL for S3-compatible stores (e.g. https://minio.example:9000). Default: AWS for the region.", {
+        maxLength: 2048,
+        pattern: "^https?://",
+      }),
+    ),
+    region: optional(string("Region of the bucket.", { maxLength: 64, default: "us-east-1" })),
+    forcePathStyle: optional(boolean("Address the bucket as <endpoint>/<bucket> instead of <bucket>.<endpoint>; most S3-compatible stores need this.", { default: false })),
+    credentialsSecretRef: object(
+      {
+        name: string("Name of the Secret in the same namespace.", NAME),
+        accessKeyIdKey: optional(string("Key of the access key id in the Secret.", { default: "AWS_ACCESS_KEY_ID", maxLength: 253 })),
+        secretAccessKeyKey: optional(string("Key of the secret access key in the Secret.", { default: "AWS_SECRET_ACCESS_KEY", maxLength: 253 })),
+      },
+      "The Secret holding the S3 credentials. They are never copied into status, events or logs.",
+    ),
+    tls: optional(
+      object(
+        {
+          caSecretRef: optional(secretKeyRef("A Secret key holding the PEM CA bundle that signed the endpoint's certificate.")),
+        },
+        "TLS settings for a custom endpoint.",
+      ),
+    ),
+    requestChecksumCalculation: optional(
+      stringEnum(["WhenSupported", "WhenRequired"], "When to send request checksums. WhenRequired suits S3-compatible stores that predate flexible checksums.", {
+        default: "WhenSupported",
+      }),
+    ),
+  };
+}
+
+const storageSchema = object({ s3: object(s3Fields(), "An S3 or S3-compatible bucket.") }, "Where the backup is stored.");
+
+const databasesSchema = (what: string) =>
+  optional(array(string("A database name.", { minLength: 1, maxLength: 64 }), what, { maxItems: 256, listType: "set" }));
+
+const phaseSchema = stringEnum(["Pending", "Running", "Completed", "Failed"], "Where the operation is in its lifecycle.");
+
+const positionSchema = object(
+  {
+    binlogFile: optional(string("Binary log file at the snapshot.")),
+    binlogPosition: optional(integer("Position in the binary log file at the snapshot.")),
+    gtid: optional(string("GTID set (MySQL: gtid_executed; MariaDB: gtid_binlog_pos) at the snapshot.")),
+  },
+  "The server's replication position at the consistent snapshot; restoring gives exactly this state.",
+);
+
+export const MySQLBackupKind = defineKind({
+  group: "stateward.io",
+  version: "v1alpha1",
+  kind: "MySQLBackup",
+  plural: "mysqlbackups",
+  shortNames: ["mysqlbk"],
+  scope: "Namespaced",
+  description: "A consistent backup of a MySQL server's databases, streamed to S3 as plain SQL objects and a manifest.",
+  spec: object(
+    {
+      instanceRef: instanceRef("The MySQLInstance to back up."),
+      storage: storageSchema,
+      databases: databasesSchema("Databases to back up. Default: every user database (not mysql, sys, information_schema, performance_schema)."),
+      compression: optional(stringEnum(["gzip", "zstd", "none"], "Compression of each stored object.", { default: "gzip" })),
+      deletionPolicy: optional(
+        stringEnum(["Retain", "Delete"], "What happens to the stored objects when this resource is deleted: Retain keeps them, Delete removes them.", {
+          default: "Retain",
+        }),
+      ),
+    },
+    "The desired backup. A backup runs once; changing its spec afterwards has no effect.",
+  ),
+  status: object(
+    {
+      phase: optional(phaseSchema),
+      observedGeneration: optional(integer("The generation last acted upon.")),
+      startTime: optional(string("When the backup started.", { format: "date-time" })),
+      completionTime: optional(string("When the backup completed or failed.", { format: "date-time" })),
+      durationSeconds: optional(integer("How long the backup took.")),
+      location: optional(string("s3://<bucket>/<key prefix>/ of the backup folder (holding manifest.json).")),
+      serverVersion: optional(string("Version of the server that was backed up.")),
+      objects: optional(integer("Number of stored objects, the manifest excluded.")),
+      compressedBytes: optional(integer("Bytes stored in the bucket.")),
+      uncompressedBytes: optional(integer("Bytes of SQL before compression.")),
+      manifestSha256: optional(string("SHA-256 of the stored manifest.json; each object's own SHA-256 is in the manifest.")),
+      position: optional(positionSchema),
+      startedBy: optional(string("The manager instance that ran the backup; a backup found Running under another instance was interrupted.")),
+      conditions: optional(conditionsSchema()),
+    },
+    "What the backup did.",
+  ),
+  printerColumns: [
+    { name: "Instance", type: "string", jsonPath: ".spec.instanceRef.name" },
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+    { name: "Size", type: "integer", jsonPath: ".status.compressedBytes", description: "Bytes stored" },
+    { name: "Location", type: "string", jsonPath: ".status.location", priority: 1 },
+    { name: "Completed", type: "date", jsonPath: ".status.completionTime" },
+  ],
+});
+
+export type MySQLBackup = ObjectOf<typeof MySQLBackupKind>;
+
+export const MySQLRestoreKind = defineKind({
+  group: "stateward.io",
+  version: "v1alpha1",
+  kind: "MySQLRestore",
+  plural: "mysqlrestores",
+  shortNames: ["mysqlrs"],
+  scope: "Namespaced",
+  description: "Restores a backup (or a plain mysqldump file) from S3 into a MySQL server.",
+  spec: object(
+    {
+      instanceRef: instanceRef("The MySQLInstance to restore into."),
+      source: object(
+        {
+          backupRef: optional(object({ name: string("Name of a Completed MySQLBackup in the same namespace.", NAME) }, "Restore this MySQLBackup.")),
+          s3: optional(
+            object(
+              {
+                ...s3Fields(),
+                path: string("A backup folder (holding manifest.json) or the key of a single mysqldump/mariadb-dump file (gzip or plain), relative to the bucket.", {
+                  minLength: 1,
+                  maxLength: 1024,
+                }),
+              },
+              "Restore from this S3 location.",
+            ),
+          ),
+        },
+        "What to restore: exactly one of backupRef or s3.",
+        { validations: [{ rule: "has(self.backupRef) != has(self.s3)", message: "set exactly one of source.backupRef or source.s3" }] },
+      ),
+      databases: databasesSchema("Restore only these databases. Default: all in the backup."),
+    },
+    "The desired restore. A restore runs once.",
+  ),
+  status: object(
+    {
+      phase: optional(phaseSchema),
+      observedGeneration: optional(integer("The generation last acted upon.")),
+      startTime: optional(string("When the restore started.", { format: "date-time" })),
+      completionTime: optional(string("When the restore completed or failed.", { format: "date-time" })),
+      durationSeconds: optional(integer("How long the restore took.")),
+      source: optional(string("s3://<bucket>/<key> that was restored.")),
+      objects: optional(integer("Number of objects applied.")),
+      bytes: optional(integer("Bytes of SQL applied.")),
+      startedBy: optional(string("The manager instance that ran the restore.")),
+      conditions: optional(conditionsSchema()),
+    },
+    "What the restore did.",
+  ),
+  printerColumns: [
+    { name: "Instance", type: "string", jsonPath: ".spec.instanceRef.name" },
+    { name: "Backup", type: "string", jsonPath: ".spec.source.backupRef.name" },
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+    { name: "Completed", type: "date", jsonPath: ".status.completionTime" },
+  ],
+});
+
+export type MySQLRestore = ObjectOf<typeof MySQLRestoreKind>;
