@@ -18,10 +18,17 @@ export interface CacheOptions {
 export interface InformerScope {
   /** Server-side label selector for this kind, e.g. the manager's target. */
   labelSelector?: string;
+  /**
+   * Cache only metadata (name, labels, resourceVersion, ...): for Secrets, so
+   * an operator notices that a referenced Secret changed without holding the
+   * data of every Secret in memory; it reads the one it needs with a GET.
+   */
+  metadataOnly?: boolean;
 }
 
 interface KindEntry {
   resource: ResourceType;
+  metadataOnly: boolean;
   informers: Informer[];
   handlers: InformerHandler<KubeObject>[];
   indexers: Map<string, IndexFunc<KubeObject>>;
@@ -49,14 +56,21 @@ export class Cache {
   /** Registers a kind (idempotent); its informers start with the cache, or at once if it already runs. */
   register(rt: ResourceType, scope: InformerScope = {}): void {
     const id = this.id(rt);
-    if (this.kinds.has(id)) return;
+    const existing = this.kinds.get(id);
+    if (existing) {
+      if (scope.metadataOnly !== undefined && existing.metadataOnly !== scope.metadataOnly) {
+        throw new Error(`${rt.kind} is already cached ${existing.metadataOnly ? "as metadata only" : "in full"}; one manager caches a kind one way`);
+      }
+      return;
+    }
     const namespaces = rt.namespaced && this.namespaces.length > 0 ? this.namespaces : [undefined];
-    const entry: KindEntry = { resource: rt, informers: [], handlers: [], indexers: new Map() };
+    const entry: KindEntry = { resource: rt, metadataOnly: scope.metadataOnly ?? false, informers: [], handlers: [], indexers: new Map() };
     for (const namespace of namespaces) {
       const informer = new Informer(this.client, rt, {
         ...this.informerOptions,
         namespace,
         labelSelector: scope.labelSelector,
+        metadataOnly: scope.metadataOnly,
         logger: this.logger,
       });
       informer.onEvent((event) => {

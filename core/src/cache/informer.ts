@@ -27,6 +27,8 @@ export interface InformerOptions {
   /** Server-side label selector (e.g. the manager's `stateward.io/target=x`). */
   labelSelector?: string;
   fieldSelector?: string;
+  /** Cache metadata only (PartialObjectMetadata): for kinds whose content must not sit in memory, like Secrets. */
+  metadataOnly?: boolean;
   /** Objects per LIST page. Defaults to 500, as client-go's reflector. */
   pageSize?: number;
   /**
@@ -63,8 +65,8 @@ export class Informer<T extends KubeObject = KubeObject> {
   readonly resource: ResourceType;
   readonly stats: InformerStats = { lists: 0, watches: 0, relistsAfterGone: 0, watchdogRestarts: 0, failures: 0 };
   private readonly client: KubeClient;
-  private readonly opts: Required<Omit<InformerOptions, "namespace" | "labelSelector" | "fieldSelector" | "logger">> &
-    Pick<InformerOptions, "namespace" | "labelSelector" | "fieldSelector">;
+  private readonly opts: Required<Omit<InformerOptions, "namespace" | "labelSelector" | "fieldSelector" | "logger" | "metadataOnly">> &
+    Pick<InformerOptions, "namespace" | "labelSelector" | "fieldSelector" | "metadataOnly">;
   private readonly log: InformerLogger;
   private readonly handlers: InformerHandler<T>[] = [];
   private readonly stopper = new AbortController();
@@ -81,6 +83,7 @@ export class Informer<T extends KubeObject = KubeObject> {
       namespace: opts.namespace,
       labelSelector: opts.labelSelector,
       fieldSelector: opts.fieldSelector,
+      metadataOnly: opts.metadataOnly,
       pageSize: opts.pageSize ?? 500,
       minWatchTimeoutSeconds: opts.minWatchTimeoutSeconds ?? 300,
       inactivityTimeoutMs: opts.inactivityTimeoutMs ?? 90_000,
@@ -178,6 +181,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         labelSelector: this.opts.labelSelector,
         fieldSelector: this.opts.fieldSelector,
         limit: this.opts.pageSize,
+        metadataOnly: this.opts.metadataOnly,
         continue: cont,
         signal: this.stopper.signal,
       });
@@ -233,6 +237,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         namespace: this.opts.namespace,
         labelSelector: this.opts.labelSelector,
         fieldSelector: this.opts.fieldSelector,
+        metadataOnly: this.opts.metadataOnly,
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
         timeoutSeconds,

@@ -33,6 +33,8 @@ export interface KubeClientOptions {
 
 export interface ListOptions {
   namespace?: string;
+  /** Ask for PartialObjectMetadata: metadata only, no spec/data (e.g. Secrets whose values we must not cache). */
+  metadataOnly?: boolean;
   labelSelector?: string;
   fieldSelector?: string;
   limit?: number;
@@ -43,6 +45,8 @@ export interface ListOptions {
 
 export interface WatchOptions {
   namespace?: string;
+  /** Watch PartialObjectMetadata only (see ListOptions.metadataOnly). */
+  metadataOnly?: boolean;
   labelSelector?: string;
   fieldSelector?: string;
   resourceVersion?: string;
@@ -56,6 +60,10 @@ export interface WatchEvent<T extends KubeObject = KubeObject> {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
   object: T;
 }
+
+// Content negotiation for metadata-only lists and watches (as controller-runtime's metadata client).
+const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 export type PatchType = "merge" | "json" | "strategic" | "apply";
 const patchContentType: Record<PatchType, string> = {
@@ -72,6 +80,7 @@ export interface DeleteOptions {
 
 interface RequestOptions {
   query?: Record<string, string | number | boolean | undefined>;
+  accept?: string;
   body?: unknown;
   contentType?: string;
   signal?: AbortSignal;
@@ -104,7 +113,7 @@ export class KubeClient {
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     const ctx = new RequestContext(url.toString(), method as HttpMethod);
     await this.kubeConfig.applySecurityAuthentication(ctx);
-    const headers: Record<string, string> = { ...ctx.getHeaders(), accept: "application/json" };
+    const headers: Record<string, string> = { ...ctx.getHeaders(), accept: opts.accept ?? "application/json" };
     let body: string | undefined;
     if (opts.body !== undefined) {
       headers["content-type"] = opts.contentType ?? "application/json";
@@ -148,6 +157,7 @@ export class KubeClient {
     return this.request<KubeList<T>>("GET", resourcePath(rt, opts.namespace), {
       verb: "LIST",
       signal: opts.signal,
+      accept: opts.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
       query: {
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
@@ -168,6 +178,7 @@ export class KubeClient {
     const res = await this.send("GET", path, {
       verb: "WATCH",
       signal: opts.signal,
+      accept: opts.metadataOnly ? METADATA_ACCEPT : undefined,
       query: {
         watch: true,
         labelSelector: opts.labelSelector,

@@ -1,5 +1,6 @@
 // The controller builder, as controller-runtime's:
 //   builder.named("widget").for(Widget).owns(builtin.configMap).watches(builtin.secret, map).complete(reconciler)
+import type { InformerScope } from "../cache/index.ts";
 import type { KubeObject, ResourceType } from "../client/index.ts";
 import { Controller, ownKey, toOwner, type ControllerDeps, type ControllerOptions, type MapFunc } from "./controller.ts";
 import type { Predicate } from "./predicates.ts";
@@ -9,7 +10,7 @@ interface WatchSpec {
   rt: ResourceType;
   map: MapFunc;
   predicates: Predicate[];
-  labelSelector?: string;
+  scope: InformerScope;
 }
 
 export class ControllerBuilder {
@@ -39,20 +40,24 @@ export class ControllerBuilder {
   /** The kind this controller reconciles; its events enqueue the object itself. */
   for(rt: ResourceType, predicates: Predicate[] = []): this {
     this.primary = rt;
-    this.specs.push({ rt, map: ownKey, predicates, labelSelector: this.defaultSelector });
+    this.specs.push({ rt, map: ownKey, predicates, scope: { labelSelector: this.defaultSelector } });
     return this;
   }
 
   /** A kind the primary owns (ownerReferences with controller: true); its events enqueue the owner. */
   owns(rt: ResourceType, predicates: Predicate[] = []): this {
     if (!this.primary) throw new Error("owns() needs for() first");
-    this.specs.push({ rt, map: toOwner(this.primary), predicates });
+    this.specs.push({ rt, map: toOwner(this.primary), predicates, scope: {} });
     return this;
   }
 
-  /** Any kind, mapped to the requests it should trigger. */
-  watches<T extends KubeObject>(rt: ResourceType, map: MapFunc<T>, predicates: Predicate<T>[] = []): this {
-    this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[] });
+  /**
+   * Any kind, mapped to the requests it should trigger. `scope.metadataOnly`
+   * caches only metadata (use it for Secrets: a data change still bumps the
+   * resourceVersion, and the reconciler GETs the one Secret it needs).
+   */
+  watches<T extends KubeObject>(rt: ResourceType, map: MapFunc<T>, predicates: Predicate<T>[] = [], scope: InformerScope = {}): this {
+    this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[], scope });
     return this;
   }
 
@@ -65,7 +70,7 @@ export class ControllerBuilder {
     if (!this.primary) throw new Error("a controller needs for()");
     const name = this.controllerName || this.primary.kind.toLowerCase();
     const controller = new Controller(name, reconciler, this.deps, this.options);
-    for (const spec of this.specs) controller.watch(spec.rt, spec.map, spec.predicates, spec.labelSelector);
+    for (const spec of this.specs) controller.watch(spec.rt, spec.map, spec.predicates, spec.scope);
     this.register(controller);
     return controller;
   }

@@ -3,7 +3,7 @@
 // retry with per-key exponential backoff, requeue after a delay, or — for a
 // terminal error — wait for the next change).
 import { randomUUID } from "node:crypto";
-import type { Cache, InformerEvent } from "../cache/index.ts";
+import type { Cache, InformerEvent, InformerScope } from "../cache/index.ts";
 import { objectKey, splitKey, type KubeObject, type ResourceType } from "../client/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { Metrics } from "../metrics/index.ts";
@@ -45,8 +45,8 @@ export class Controller {
   }
 
   /** Enqueue keys derived from events of `rt` that pass every predicate. */
-  watch<T extends KubeObject>(rt: ResourceType, toRequests: MapFunc<T>, predicates: Predicate<T>[] = [], labelSelector?: string): void {
-    this.deps.cache.register(rt, { labelSelector });
+  watch<T extends KubeObject>(rt: ResourceType, toRequests: MapFunc<T>, predicates: Predicate<T>[] = [], scope: InformerScope = {}): void {
+    this.deps.cache.register(rt, scope);
     this.deps.cache.onEvent<T>(rt, (event: InformerEvent<T>) => {
       if (!predicates.every((p) => p(event))) return;
       const objs = event.type === "update" ? [event.obj, event.old] : [event.obj];
