@@ -1,0 +1,6 @@
+// Every benchmark `make bench` knows, in the order they run. A new one is a
+// module exporting a `Benchmark` (see benchmark.ts), added here.
+import type { Benchmark } from "./benchmark.ts";
+import { coreBenchmark } from "./core.bench.ts";
+
+export const benchmarks: readonly Benchmark[] = [coreBenchmark];
