@@ -26,7 +26,7 @@ WORKSPACE_MANIFESTS := package.json package-lock.json $(wildcard core/package.js
 
 .PHONY: help
 help: ## this list
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-14s %s\n", $$1, $$2}'
 
 $(DEPS_STAMP): $(WORKSPACE_MANIFESTS)
 	npm ci --no-audit --no-fund
@@ -61,8 +61,9 @@ integration: $(DEPS_STAMP) tools ## integration tests against a real control pla
 	vitest run --project integration $(VITEST_REPORT)
 
 .PHONY: crds
-crds: $(DEPS_STAMP) ## regenerate crds/*.yaml from the schemas in code
+crds: $(DEPS_STAMP) ## regenerate crds/*.yaml from the schemas in code (and the chart's copy)
 	node hack/generate-crds.ts
+	rm -f charts/stateward/crds/*.yaml; if ls crds/*.yaml >/dev/null 2>&1; then cp crds/*.yaml charts/stateward/crds/; fi
 
 .PHONY: crds-check
 crds-check: $(DEPS_STAMP) ## fail when crds/*.yaml is stale
@@ -102,13 +103,28 @@ run: $(DEPS_STAMP) ## the manager against the current kube context (stateward ru
 install: crds ## install the CRDs into the current cluster (kubectl apply --server-side)
 	@if ls crds/*.yaml >/dev/null 2>&1; then kubectl apply --server-side -f crds/; else echo "no CRDs to install yet"; fi
 
+# Extra flags for `make deploy`, e.g. HELM_ARGS="--set image.repository=registry.example/stateward --set image.tag=dev"
+HELM_ARGS ?=
+
 .PHONY: deploy
-deploy: ## install the Helm chart into the current cluster
-	@echo "make deploy: the Helm chart arrives with the 'Ship it' issue"; exit 1
+deploy: ## install the Helm chart into the current cluster (release stateward, namespace stateward-system)
+	hack/build-tools.sh helm
+	.stateward/bin/helm upgrade --install stateward charts/stateward -n stateward-system --create-namespace $(HELM_ARGS)
+
+# The image `make docker-build` builds and `make e2e-kind` loads into kind.
+IMG ?= stateward:dev
+
+.PHONY: docker-build
+docker-build: ## build the manager's container image (IMG, default stateward:dev; needs Docker)
+	docker build -t $(IMG) .
+
+.PHONY: e2e-kind
+e2e-kind: $(DEPS_STAMP) ## on a machine with Docker: kind cluster, image, helm install, end-to-end suites, teardown
+	IMG=$(IMG) e2e/kind/run.sh
 
 .PHONY: bench
-bench: $(DEPS_STAMP) ## benchmarks; prints tables, writes JSON to e2e/bench/results/
-	@echo "make bench: no benchmarks yet (they arrive with the core runtime and the operators)"; exit 1
+bench: $(DEPS_STAMP) tools ## benchmarks (BENCH="core ..." picks some); prints tables, writes JSON to e2e/bench/results/
+	node e2e/bench/run.ts $(BENCH)
 
 .PHONY: clean
 clean: dev-down ## remove local state (.stateward) and node_modules; the machine cache stays

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the Go binaries of the real test environment, once per machine.
+# Builds the Go binaries of the real test environment (and helm), once per machine.
 #
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (e2e/tools/kubernetes)
 #   etcd                                                              (e2e/tools/etcd)
 #   kwok                                                              (e2e/tools/kwok)
 #   versitygw (S3 server)                                             (e2e/tools/versitygw)
+#   helm (chart lint/template/install, make deploy)                    (e2e/tools/helm)
+#   kind (only `make e2e-kind`; not built by default)                   go install sigs.k8s.io/kind@$KIND_VERSION
 #
 # Each tool is pinned by the go.mod/go.sum of its wrapper module under
 # e2e/tools/. Binaries land in $STATEWARD_CACHE/bin/<tool>-<version>/, outside
@@ -13,7 +15,7 @@
 # is incremental. A failed build names the tool, prints the tail of its log and
 # exits non-zero.
 #
-# Usage: hack/build-tools.sh [tool...]   (default: all)
+# Usage: hack/build-tools.sh [tool...]   (default: all but kind)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,6 +47,34 @@ build() { # name version module-dir ldflags packages...
   echo "build-tools: built $name $version in $((SECONDS - start)) s" >&2
 }
 
+# For tools that are a plain `go install module@version` (their own go.mod and
+# go.sum pin the dependencies, checked against the Go checksum database), so no
+# wrapper module is needed. -mod=mod is not allowed with module@version.
+go_install() { # name version package@version
+  local name="$1" version="$2" pkg="$3"
+  local out="$CACHE/bin/$name-$version"
+  if [[ -f "$out/.complete" ]]; then return 0; fi
+  local log="$CACHE/logs/build-$name-$version.log"
+  mkdir -p "$out" "$(dirname "$log")"
+  echo "build-tools: building $name $version (first time on this machine; log: $log)" >&2
+  local start=$SECONDS
+  if ! GOFLAGS= GOBIN="$out" go install -trimpath -ldflags "-s -w" "$pkg" >"$log" 2>&1; then
+    echo "build-tools: FAILED to build $name $version — last lines of $log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+  touch "$out/.complete"
+  echo "build-tools: built $name $version in $((SECONDS - start)) s" >&2
+}
+
+# User-facing tools are also linked into .stateward/bin/ (first on PATH in
+# .stateward/dev/env), so that `make deploy` and scripts find the pinned one
+# without the environment running; the test harness links the same targets.
+link_bin() { # name target
+  mkdir -p "$ROOT/.stateward/bin"
+  ln -sfn "$2" "$ROOT/.stateward/bin/$1"
+}
+
 k8s_ldflags() {
   local v="${KUBERNETES_VERSION#v}" flags=""
   local major="${v%%.*}" rest="${v#*.}"; local minor="${rest%%.*}"
@@ -55,8 +85,23 @@ k8s_ldflags() {
   echo "$flags"
 }
 
+# helm stamps its own version and the Kubernetes version it assumes for
+# `helm template`/`helm lint` (.Capabilities.KubeVersion) at link time, as its
+# Makefile does; unstamped it reports "v3.22" and Kubernetes 1.20. The assumed
+# Kubernetes version is one above the major of its client-go (v0.37 -> 1.37).
+helm_ldflags() {
+  local client_go major minor
+  client_go="$(cd "$ROOT/e2e/tools/helm" && go list -m -f '{{.Version}}' k8s.io/client-go)"
+  client_go="${client_go#v}"; major=$(( ${client_go%%.*} + 1 )); minor="${client_go#*.}"; minor="${minor%%.*}"
+  local flags="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=$major -X $pkg.k8sVersionMinor=$minor"
+  done
+  echo "$flags"
+}
+
 want=("$@")
-[[ ${#want[@]} -eq 0 ]] && want=(kubernetes etcd kwok versitygw)
+[[ ${#want[@]} -eq 0 ]] && want=(kubernetes etcd kwok versitygw helm)
 for tool in "${want[@]}"; do
   case "$tool" in
     kubernetes)
@@ -84,6 +129,12 @@ for tool in "${want[@]}"; do
         touch "$stages/.complete"
       fi ;;
     versitygw) build versitygw "$VERSITYGW_VERSION" versitygw "" github.com/versity/versitygw/cmd/versitygw ;;
+    helm)
+      build helm "$HELM_VERSION" helm "$(helm_ldflags)" helm.sh/helm/v3/cmd/helm
+      link_bin helm "$CACHE/bin/helm-$HELM_VERSION/helm" ;;
+    kind)
+      go_install kind "$KIND_VERSION" "sigs.k8s.io/kind@$KIND_VERSION"
+      link_bin kind "$CACHE/bin/kind-$KIND_VERSION/kind" ;;
     *) echo "build-tools: unknown tool $tool" >&2; exit 2 ;;
   esac
 done

@@ -28,7 +28,7 @@ export interface EnvironmentHandle {
 
 /** Folder of the developer environment (`make dev-up`); STATEWARD_DEV_DIR overrides it (tests). */
 export const devDir = process.env.STATEWARD_DEV_DIR ?? join(repoRoot, ".stateward", "dev");
-/** Where `kubectl` and friends are linked, first on PATH in the env file. */
+/** Where `kubectl`, `helm` and friends are linked, first on PATH in the env file. */
 export const localBin = join(repoRoot, ".stateward", "bin");
 
 function statePath(dir: string): string {
@@ -115,6 +115,7 @@ export async function startEnvironment(opts: { dir: string; detached: boolean; n
   rmSync(opts.dir, { recursive: true, force: true });
   mkdirSync(opts.dir, { recursive: true });
   linkTool("kubectl", tools.kubectl());
+  linkTool("helm", tools.helm());
 
   const controlPlane = new ControlPlane({ dir: join(opts.dir, "cluster"), detached: opts.detached, nodes: opts.nodes });
   // The three parts are independent; start them side by side.

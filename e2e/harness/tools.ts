@@ -50,6 +50,7 @@ export const tools = {
   etcd: () => binary("etcd", "ETCD_VERSION", "etcd"),
   kwok: () => binary("kwok", "KWOK_VERSION", "kwok"),
   versitygw: () => binary("versitygw", "VERSITYGW_VERSION", "versitygw"),
+  helm: () => binary("helm", "HELM_VERSION", "helm"),
 };
 
 /** KWOK's default Stage files, copied from its module by hack/build-tools.sh. */

@@ -1,0 +1,149 @@
+{{/* Names, labels and the RBAC rules of each operator. */}}
+
+{{- define "stateward.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's objects are called after the release, or "<release>-stateward" when the release name does not say stateward. */}}
+{{- define "stateward.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Name of RBAC objects outside the release namespace (ClusterRoles, and Roles in watched
+namespaces): they carry the release namespace too, so that two releases (say, one per
+--target, each in its own namespace) never claim the same object.
+*/}}
+{{- define "stateward.rbacName" -}}
+{{- printf "%s:%s" .Release.Namespace (include "stateward.fullname" .) -}}
+{{- end -}}
+
+{{- define "stateward.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "stateward.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "stateward.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "stateward.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: manager
+app.kubernetes.io/part-of: stateward
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "stateward.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+RBAC rules, one helper per operator, composed from values.operators so that rules an
+enabled operator never uses are absent. Each helper yields a YAML list of PolicyRules for
+the watched scope (the whole cluster or each watched namespace).
+Subresources follow the usual split: /status is read and written (get, update, patch),
+/finalizers only needs update (the OwnerReferencesPermissionEnforcement admission plugin
+checks it when a controller sets blockOwnerDeletion on an object it owns).
+*/}}
+
+{{/* The core runtime: Events (events.k8s.io/v1) on the objects it reconciles, in their namespaces. */}}
+{{- define "stateward.rules.core" -}}
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
+
+{{/* database-user: MySQLInstance and DatabaseUser, and the Secrets they reference (admin and user passwords). */}}
+{{- define "stateward.rules.databaseUser" -}}
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlinstances", "databaseusers"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlinstances/status", "databaseusers/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlinstances/finalizers", "databaseusers/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+{{- end -}}
+
+{{/*
+mysql-backup: backups, restores and schedules (a schedule creates the MySQLBackups it owns and
+deletes them for retention), the MySQLInstances they point at, and the Secrets holding MySQL
+and S3 credentials.
+*/}}
+{{- define "stateward.rules.mysqlBackup" -}}
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlbackups", "mysqlrestores", "mysqlbackupschedules"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlbackups/finalizers", "mysqlrestores/finalizers", "mysqlbackupschedules/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlinstances"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch"]
+{{- end -}}
+
+{{/*
+mysql-cluster: MySQLCluster and everything it owns (StatefulSet, Services, ConfigMap,
+PodDisruptionBudget, the root password Secret, the MySQLInstance of its primary), the Pods it
+labels and deletes during a rolling upgrade, the PVCs it removes on scale-in, and the
+MySQLBackups it takes before an upgrade.
+*/}}
+{{- define "stateward.rules.mysqlCluster" -}}
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlclusters"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlclusters/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlclusters/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["apps"]
+  resources: ["statefulsets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services", "configmaps", "secrets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "delete"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlinstances"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlbackups"]
+  verbs: ["get", "list", "watch", "create"]
+{{- end -}}
+
+{{/* The rules of the watched scope: the core's plus those of every enabled operator. */}}
+{{- define "stateward.rules" -}}
+{{ include "stateward.rules.core" . }}
+{{- if has "database-user" .Values.operators }}
+{{ include "stateward.rules.databaseUser" . }}
+{{- end }}
+{{- if has "mysql-backup" .Values.operators }}
+{{ include "stateward.rules.mysqlBackup" . }}
+{{- end }}
+{{- if has "mysql-cluster" .Values.operators }}
+{{ include "stateward.rules.mysqlCluster" . }}
+{{- end }}
+{{- end -}}
