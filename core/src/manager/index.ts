@@ -1,3 +1,4 @@
+export { BackgroundTasks, type BackgroundTask } from "./background.ts";
 export { ensureCrds, type CrdPolicy } from "./crds.ts";
 export { Manager, TARGET_LABEL, type LeaderElectionConfig, type ManagerOptions, type RequestCounts } from "./manager.ts";
 export { resourceOf, type ControllerSetup, type CustomKind, type OperatorModule } from "./module.ts";

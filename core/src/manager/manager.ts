@@ -15,6 +15,7 @@ import { MetricsServer, ProbeServer, type BoundAddress } from "../health/index.t
 import { LeaderElector } from "../leader/index.ts";
 import { createLogger, type Logger } from "../log/index.ts";
 import { Metrics } from "../metrics/index.ts";
+import { BackgroundTasks } from "./background.ts";
 import { ensureCrds, type CrdPolicy } from "./crds.ts";
 import type { ControllerSetup, OperatorModule } from "./module.ts";
 import { Tokens, systemClock, type ManagerSettings } from "./tokens.ts";
@@ -76,6 +77,9 @@ export class Manager {
   readonly logger: Logger;
   readonly requests: RequestCounts = { total: 0, writes: 0, byVerb: {} };
   readonly settings: ManagerSettings;
+  readonly background = new BackgroundTasks();
+  /** This process's identity: the leader-election identity, also bound as Tokens.Identity. */
+  readonly identity: string;
   private readonly opts: ManagerOptions;
   private readonly modules: OperatorModule[] = [];
   private readonly controllers: Controller[] = [];
@@ -96,6 +100,7 @@ export class Manager {
     this.opts = opts;
     this.logger = opts.logger ?? createLogger();
     this.settings = { namespaces: opts.namespaces ?? [], target: opts.target, targetLabel: TARGET_LABEL };
+    this.identity = opts.leaderElection?.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
     const host = (() => {
       try {
         return new URL(opts.kubeConfig.getCurrentCluster()?.server ?? "").host;
@@ -132,6 +137,8 @@ export class Manager {
     c.bind(Tokens.Metrics).toConstantValue(this.metrics);
     c.bind(Tokens.Clock).toConstantValue(systemClock);
     c.bind(Tokens.ManagerSettings).toConstantValue(this.settings);
+    c.bind(Tokens.BackgroundTasks).toConstantValue(this.background);
+    c.bind(Tokens.Identity).toConstantValue(this.identity);
     c.bind(Tokens.EventRecorderFactory).toConstantValue(
       (controller: string) =>
         new EventRecorder(this.client, {
@@ -189,7 +196,7 @@ export class Manager {
       this.startControllers();
       return;
     }
-    const identity = le.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
+    const identity = this.identity;
     const name = le.name ?? "stateward-manager";
     this.elector = new LeaderElector(this.client, {
       namespace: le.namespace,
@@ -228,7 +235,7 @@ export class Manager {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       const grace = this.opts.gracefulShutdownMs ?? 30_000;
-      await Promise.all(this.controllers.map((c) => c.stop(grace)));
+      await Promise.all([...this.controllers.map((c) => c.stop(grace)), this.background.stop(grace)]);
       await this.elector?.stop();
       await this.cache.stop();
       await Promise.all([this.probes.stop(), this.metricsServer.stop()]);

@@ -17,6 +17,10 @@ export const Tokens = {
   EventRecorderFactory: Symbol.for("stateward.core.EventRecorderFactory"),
   /** ManagerSettings: the resolved manager options operators may read (namespaces, target). */
   ManagerSettings: Symbol.for("stateward.core.ManagerSettings"),
+  /** BackgroundTasks: long-running work started by reconcilers, aborted and awaited at shutdown. */
+  BackgroundTasks: Symbol.for("stateward.core.BackgroundTasks"),
+  /** Identity: this manager instance's name (`<hostname>_<random>`), e.g. to recognise work a previous process left Running. */
+  Identity: Symbol.for("stateward.core.Identity"),
   /** ControllerSetup (multi-bound): one per controller an operator runs. */
   ControllerSetup: Symbol.for("stateward.core.ControllerSetup"),
 } as const;

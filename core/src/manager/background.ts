@@ -1,0 +1,59 @@
+// Long-running work an operator starts from a reconcile but must not run
+// inside it (a backup takes minutes; a worker blocked that long would starve
+// every other object of the controller). Tasks get an AbortSignal that fires
+// when the manager shuts down; the manager waits for them, bounded by its
+// graceful-shutdown time, so a task can record why it stopped.
+export interface BackgroundTask {
+  name: string;
+  startedAt: Date;
+}
+
+export class BackgroundTasks {
+  private readonly stopper = new AbortController();
+  private readonly running = new Map<string, { task: BackgroundTask; done: Promise<void> }>();
+
+  /** Aborted when the manager stops. */
+  get signal(): AbortSignal {
+    return this.stopper.signal;
+  }
+
+  /** Is a task with this key running in this process? */
+  isRunning(key: string): boolean {
+    return this.running.has(key);
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+
+  /**
+   * Starts `fn` unless a task with the same key runs already (then false).
+   * Errors must be handled by `fn`; an escaped error is passed to `onError`.
+   */
+  start(key: string, name: string, fn: (signal: AbortSignal) => Promise<void>, onError: (err: unknown) => void): boolean {
+    if (this.running.has(key) || this.stopper.signal.aborted) return false;
+    const task = { name, startedAt: new Date() };
+    const done = (async () => {
+      try {
+        await fn(this.stopper.signal);
+      } catch (err) {
+        onError(err);
+      } finally {
+        this.running.delete(key);
+      }
+    })();
+    this.running.set(key, { task, done });
+    return true;
+  }
+
+  /** Aborts every task and waits for them, at most `timeoutMs`. Resolves true when all finished. */
+  async stop(timeoutMs: number): Promise<boolean> {
+    this.stopper.abort();
+    const all = Promise.all([...this.running.values()].map((r) => r.done)).then(() => true);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const result = await Promise.race([all, timeout]);
+    clearTimeout(timer);
+    return result;
+  }
+}
