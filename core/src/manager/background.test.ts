@@ -29,3 +29,21 @@ describe("BackgroundTasks", () => {
     expect(await tasks.stop(50)).toBe(false);
   });
 });
+
+describe("BackgroundTasks.cancel", () => {
+  it("aborts one task and waits for it, leaving the others running", async () => {
+    const tasks = new BackgroundTasks();
+    const aborted: string[] = [];
+    for (const key of ["a", "b"]) {
+      tasks.start(key, key, (signal) => new Promise<void>((resolve) => signal.addEventListener("abort", () => {
+        aborted.push(key);
+        resolve();
+      })), () => undefined);
+    }
+    await tasks.cancel("a");
+    expect(aborted).toEqual(["a"]);
+    expect(tasks.isRunning("b")).toBe(true);
+    await tasks.stop(1_000);
+    expect(aborted).toEqual(["a", "b"]);
+  });
+});

@@ -10,7 +10,7 @@ export interface BackgroundTask {
 
 export class BackgroundTasks {
   private readonly stopper = new AbortController();
-  private readonly running = new Map<string, { task: BackgroundTask; done: Promise<void> }>();
+  private readonly running = new Map<string, { task: BackgroundTask; done: Promise<void>; cancel: AbortController }>();
 
   /** Aborted when the manager stops. */
   get signal(): AbortSignal {
@@ -33,17 +33,27 @@ export class BackgroundTasks {
   start(key: string, name: string, fn: (signal: AbortSignal) => Promise<void>, onError: (err: unknown) => void): boolean {
     if (this.running.has(key) || this.stopper.signal.aborted) return false;
     const task = { name, startedAt: new Date() };
+    const cancel = new AbortController();
+    const signal = AbortSignal.any([this.stopper.signal, cancel.signal]);
     const done = (async () => {
       try {
-        await fn(this.stopper.signal);
+        await fn(signal);
       } catch (err) {
         onError(err);
       } finally {
         this.running.delete(key);
       }
     })();
-    this.running.set(key, { task, done });
+    this.running.set(key, { task, done, cancel });
     return true;
+  }
+
+  /** Aborts one task (e.g. its object was deleted) and waits for it to finish. */
+  async cancel(key: string): Promise<void> {
+    const entry = this.running.get(key);
+    if (!entry) return;
+    entry.cancel.abort();
+    await entry.done;
   }
 
   /** Aborts every task and waits for them, at most `timeoutMs`. Resolves true when all finished. */
