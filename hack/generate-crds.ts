@@ -5,12 +5,12 @@
 // Usage: node hack/generate-crds.ts [--check]
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { crdFiles } from "@stateward/core";
+import { crdFiles, uniqueKinds } from "@stateward/core";
 import { availableOperators } from "@stateward/cli";
 
 const dir = resolve(import.meta.dirname, "..", "crds");
 const check = process.argv.includes("--check");
-const files = crdFiles(availableOperators.flatMap((m) => m.kinds));
+const files = crdFiles(uniqueKinds(availableOperators.flatMap((m) => m.kinds)));
 const wanted = new Set(files.map((f) => f.fileName));
 const problems: string[] = [];
 

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
-import { Manager, createLogger, crdToYaml, type LogLevel } from "@stateward/core";
+import { Manager, createLogger, crdToYaml, uniqueKinds, type LogLevel } from "@stateward/core";
 import { UsageError, selectOperators } from "./operators.ts";
 
 const usage = `Usage:
@@ -112,7 +112,7 @@ async function run(argv: string[]): Promise<number> {
 
 function crds(argv: string[]): number {
   const { values } = parseArgs({ args: argv, options: { operators: { type: "string" } }, strict: true });
-  const kinds = selectOperators(list(values.operators)).flatMap((m) => m.kinds);
+  const kinds = uniqueKinds(selectOperators(list(values.operators)).flatMap((m) => m.kinds));
   process.stdout.write(kinds.map((k) => crdToYaml(k)).join("---\n"));
   return 0;
 }

@@ -1,5 +1,5 @@
 export { BackgroundTasks, type BackgroundTask } from "./background.ts";
 export { ensureCrds, type CrdPolicy } from "./crds.ts";
 export { Manager, TARGET_LABEL, type LeaderElectionConfig, type ManagerOptions, type RequestCounts } from "./manager.ts";
-export { resourceOf, type ControllerSetup, type CustomKind, type OperatorModule } from "./module.ts";
+export { resourceOf, uniqueKinds, type ControllerSetup, type CustomKind, type OperatorModule } from "./module.ts";
 export { Tokens, systemClock, type Clock, type ManagerSettings } from "./tokens.ts";

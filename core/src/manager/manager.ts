@@ -17,7 +17,7 @@ import { createLogger, type Logger } from "../log/index.ts";
 import { Metrics } from "../metrics/index.ts";
 import { BackgroundTasks } from "./background.ts";
 import { ensureCrds, type CrdPolicy } from "./crds.ts";
-import type { ControllerSetup, OperatorModule } from "./module.ts";
+import { uniqueKinds, type ControllerSetup, type OperatorModule } from "./module.ts";
 import { Tokens, systemClock, type ManagerSettings } from "./tokens.ts";
 
 export const TARGET_LABEL = "stateward.io/target";
@@ -169,7 +169,7 @@ export class Manager {
   /** Installs or verifies CRDs, builds controllers, syncs caches, then runs (or campaigns for leadership). */
   async start(): Promise<void> {
     const log = this.logger;
-    const kinds = this.modules.flatMap((m) => m.kinds);
+    const kinds = uniqueKinds(this.modules.flatMap((m) => m.kinds));
     await ensureCrds(this.client, kinds, this.opts.crds ?? "install");
 
     const deps = { cache: this.cache, logger: this.logger, metrics: this.metrics };

@@ -39,3 +39,10 @@ export interface OperatorModule {
 export interface ControllerSetup {
   setup(builder: ControllerBuilder): void;
 }
+
+/** Kinds of several modules without duplicates (two operators may both list a kind they read, like MySQLInstance). */
+export function uniqueKinds<K extends CustomKind>(kinds: readonly K[]): K[] {
+  const seen = new Map<string, K>();
+  for (const k of kinds) if (!seen.has(k.crdName)) seen.set(k.crdName, k);
+  return [...seen.values()];
+}
