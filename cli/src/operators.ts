@@ -1,9 +1,11 @@
 // The operators this build of the `stateward` command can run, by the name
 // given to `--operators`. The CLI is the only package that imports them all.
 import type { OperatorModule } from "@stateward/core";
+import { databaseUserOperator } from "@stateward/operator-database-user";
+import { mysqlBackupOperator } from "@stateward/operator-mysql-backup";
 
-/** Every available operator, in a stable order. Filled as operators land. */
-export const availableOperators: OperatorModule[] = [];
+/** Every available operator, in a stable order. */
+export const availableOperators: OperatorModule[] = [databaseUserOperator, mysqlBackupOperator];
 
 export function selectOperators(names: string[] | undefined): OperatorModule[] {
   if (!names || names.length === 0) return availableOperators;

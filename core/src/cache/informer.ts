@@ -185,7 +185,8 @@ export class Informer<T extends KubeObject = KubeObject> {
         continue: cont,
         signal: this.stopper.signal,
       });
-      for (const item of page.items) {
+      // A metadata-only list with no items carries `items: null`.
+      for (const item of page.items ?? []) {
         // Items of a list carry no apiVersion/kind; fill them in for handlers and callers.
         item.apiVersion = this.resource.apiVersion;
         item.kind = this.resource.kind;

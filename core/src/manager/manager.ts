@@ -239,6 +239,8 @@ export class Manager {
       await this.elector?.stop();
       await this.cache.stop();
       await Promise.all([this.probes.stop(), this.metricsServer.stop()]);
+      // Runs the services' deactivation hooks (e.g. closing MySQL connection pools).
+      await this.container.unbindAllAsync();
       this.logger.info("manager stopped");
       if (this.lostLeadership) this.rejectDone(new Error("leader election lost"));
       else this.resolveDone();

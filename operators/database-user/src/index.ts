@@ -1,2 +1,4 @@
-// Public surface of @stateward/operator-database-user; filled in by its issue.
-export {};
+// Public surface of @stateward/operator-database-user.
+export { DatabaseUserKind, type DatabaseUser, type DatabaseUserSpec, type Grant } from "./api.ts";
+export { FINALIZER } from "./user-reconciler.ts";
+export { createDatabaseUserOperator, databaseUserOperator, type DatabaseUserOperatorOptions } from "./module.ts";

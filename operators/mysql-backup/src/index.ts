@@ -1,2 +1,9 @@
-// Public surface of @stateward/operator-mysql-backup; filled in by its issue.
-export {};
+// Public surface of @stateward/operator-mysql-backup.
+// The backup engine (Kubernetes-free): consistent dumps to S3, restores, deletion.
+export * from "./engine/index.ts";
+export * from "./restore/index.ts";
+export * from "./storage/index.ts";
+// The operator: kinds and controllers.
+export { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "./api.ts";
+export { createMySQLBackupOperator, mysqlBackupOperator, type MySQLBackupOperatorOptions } from "./module.ts";
+export { dueTimesBetween, nextDueTime, ScheduleError, validateSchedule } from "./schedule/due-times.ts";

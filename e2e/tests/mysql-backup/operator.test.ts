@@ -1,0 +1,186 @@
+// The mysql-backup operator through Kubernetes: a MySQLBackup becomes a
+// Completed backup in the bucket, a MySQLRestore (from the backup or from a
+// raw S3 path) brings the data back identical, failures end Failed with a
+// reason a user can act on, an interrupted backup is marked so, and
+// deletionPolicy Delete removes the stored objects. No credential appears in
+// logs, events or status.
+import { ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { randomBytes } from "node:crypto";
+import mysql from "mysql2/promise";
+import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeObject } from "@stateward/core";
+import { MySQLInstanceKind } from "@stateward/mysql";
+import { databaseUserOperator } from "@stateward/operator-database-user";
+import { MySQLBackupKind, MySQLRestoreKind, createMySQLBackupOperator, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { s3Client } from "../../harness/index.ts";
+import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
+import { waitFor } from "../../support/wait.ts";
+import { createTortureDatabase, fingerprint, id } from "./torture.ts";
+
+const env = inject("environment");
+const client = testClient(env.kubeconfig);
+const BK = MySQLBackupKind.resource;
+const RS = MySQLRestoreKind.resource;
+const suffix = randomBytes(3).toString("hex");
+const db = `bkop_${suffix}`;
+const root = { host: env.mysql.host, port: env.mysql.port, user: env.mysql.user, password: env.mysql.password };
+let ns: string;
+let manager: Manager;
+let logs: CapturedLogs;
+let s3: S3Client;
+
+const storage = (extra: Record<string, unknown> = {}) => ({
+  s3: { bucket: env.s3.bucket, prefix: `operator-${suffix}`, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" }, ...extra },
+});
+
+function backup(name: string, spec: Partial<MySQLBackup["spec"]> = {}): MySQLBackup {
+  return { apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name, namespace: ns }, spec: { instanceRef: { name: "db" }, storage: storage(), databases: [db], ...spec } };
+}
+
+async function finished<T extends KubeObject & { status?: { phase?: string } }>(rt: typeof BK, name: string, timeoutMs = 90_000): Promise<T> {
+  return waitFor(`${rt.kind} ${name} finished`, async () => {
+    const o = await client.get<T>(rt, ns, name);
+    return o.status?.phase === "Completed" || o.status?.phase === "Failed" ? o : undefined;
+  }, timeoutMs, 250);
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const out = await s3.send(new ListObjectsV2Command({ Bucket: env.s3.bucket, Prefix: prefix }));
+  return (out.Contents ?? []).map((o) => o.Key ?? "");
+}
+
+async function startManager(): Promise<Manager> {
+  logs = captureLogs();
+  const m = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000 })
+    .load(databaseUserOperator, createMySQLBackupOperator({ maxConcurrentOperations: 2 }));
+  await m.start();
+  return m;
+}
+
+beforeAll(async () => {
+  s3 = s3Client(env.s3);
+  ns = await freshNamespace(client, "backup");
+  // The manager installs the CRDs, so it starts before the objects are created.
+  manager = await startManager();
+  const conn = await mysql.createConnection({ ...root, charset: "utf8mb4", multipleStatements: false });
+  await createTortureDatabase(conn, db);
+  await conn.end();
+  await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
+  await client.create(builtin.secret, {
+    metadata: { name: "s3-creds", namespace: ns },
+    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
+  } as KubeObject);
+  await client.create(builtin.secret, { metadata: { name: "s3-wrong", namespace: ns }, stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: "not-the-key" } } as KubeObject);
+  await client.create(MySQLInstanceKind.resource, {
+    apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
+    spec: { host: root.host, port: root.port, adminSecretRef: { name: "mysql-admin" } },
+  } as KubeObject);
+}, 180_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  const conn = await mysql.createConnection(root);
+  await conn.query(`DROP DATABASE IF EXISTS ${id(db)}`);
+  await conn.end();
+  s3?.destroy();
+  await deleteNamespace(client, ns);
+});
+
+describe("MySQLBackup and MySQLRestore", () => {
+  it("backs up to the bucket, and a restore from the backup gives identical tables and definitions", async () => {
+    const conn = await mysql.createConnection({ ...root, charset: "utf8mb4" });
+    const before = await fingerprint(conn, db);
+    await client.create(BK, backup("full"));
+    const done = await finished<MySQLBackup>(BK, "full");
+    expect(done.status?.phase).toBe("Completed");
+    expect(done.status?.location).toBe(`s3://${env.s3.bucket}/operator-${suffix}/${ns}/full/`);
+    expect(done.status?.objects).toBeGreaterThan(1);
+    expect(done.status?.compressedBytes).toBeGreaterThan(0);
+    expect(done.status?.startedBy).toBe(manager.identity);
+    expect(findCondition(done.status?.conditions, "Ready")).toMatchObject({ status: "True", reason: "Completed" });
+    expect(await keysUnder(`operator-${suffix}/${ns}/full/`)).toContain(`operator-${suffix}/${ns}/full/manifest.json`);
+
+    await conn.query(`DROP DATABASE ${id(db)}`);
+    await client.create(RS, { apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name: "from-backup", namespace: ns }, spec: { instanceRef: { name: "db" }, source: { backupRef: { name: "full" } } } });
+    const restored = await finished<MySQLRestore>(RS, "from-backup");
+    expect(restored.status?.phase).toBe("Completed");
+    expect(await fingerprint(conn, db)).toEqual(before);
+
+    // The same folder, named as a raw S3 path.
+    await conn.query(`DROP DATABASE ${id(db)}`);
+    await client.create(RS, {
+      apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name: "from-path", namespace: ns },
+      spec: { instanceRef: { name: "db" }, source: { s3: { ...storage().s3, path: `operator-${suffix}/${ns}/full` } } },
+    });
+    expect((await finished<MySQLRestore>(RS, "from-path")).status?.phase).toBe("Completed");
+    expect(await fingerprint(conn, db)).toEqual(before);
+    await conn.end();
+
+    const events = await client.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns });
+    expect(events.items.filter((e) => e.regarding?.name === "full").map((e) => e.reason)).toEqual(expect.arrayContaining(["Started", "Completed"]));
+  });
+
+  it("fails a backup with wrong S3 credentials with a reason to act on, leaving nothing behind", async () => {
+    await client.create(BK, backup("wrong-key", { storage: storage({ credentialsSecretRef: { name: "s3-wrong" } }) }));
+    const failed = await finished<MySQLBackup>(BK, "wrong-key");
+    expect(failed.status?.phase).toBe("Failed");
+    const ready = findCondition(failed.status?.conditions, "Ready");
+    expect(ready?.reason).toBe("StorageAccessDenied");
+    expect(ready?.message).toMatch(/Backup failed: .*(denied|signature|credentials)/i);
+    expect(await keysUnder(`operator-${suffix}/${ns}/wrong-key/`)).toEqual([]);
+    const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: env.s3.bucket, Prefix: `operator-${suffix}/${ns}/wrong-key/` }));
+    expect(uploads.Uploads ?? []).toEqual([]);
+  });
+
+  it("waits with a clear reason when the S3 Secret is missing, and runs once it exists", async () => {
+    await client.create(BK, backup("late-secret", { storage: storage({ credentialsSecretRef: { name: "s3-later" } }) }));
+    const pending = await waitFor("Pending with SecretNotFound", async () => {
+      const b = await client.get<MySQLBackup>(BK, ns, "late-secret");
+      return findCondition(b.status?.conditions, "Ready")?.reason === "SecretNotFound" ? b : undefined;
+    });
+    expect(pending.status?.phase).toBe("Pending");
+    expect(findCondition(pending.status?.conditions, "Ready")?.message).toMatch(/s3-later/);
+    await client.create(builtin.secret, { metadata: { name: "s3-later", namespace: ns }, stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey } } as KubeObject);
+    expect((await finished<MySQLBackup>(BK, "late-secret", 120_000)).status?.phase).toBe("Completed");
+  });
+
+  it("marks a backup left Running by a manager that died as Failed (Interrupted), never Running forever", async () => {
+    // The state a SIGKILLed manager leaves: phase Running, started by a process that is gone. (The
+    // backup points at a missing instance so that this manager does not start it first.)
+    await client.create(BK, backup("killed", { instanceRef: { name: "not-yet" } }));
+    await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, "killed")).status?.phase === "Pending" ? true : undefined));
+    await client.patch(BK, ns, "killed", { status: { phase: "Running", startedBy: "manager-that-died_0000", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
+    const failed = await waitFor("Interrupted", async () => {
+      const b = await client.get<MySQLBackup>(BK, ns, "killed");
+      return findCondition(b.status?.conditions, "Ready")?.reason === "Interrupted" ? b : undefined;
+    });
+    expect(failed.status?.phase).toBe("Failed");
+    expect(findCondition(failed.status?.conditions, "Ready")?.message).toMatch(/manager-that-died_0000.*stopped before it finished/);
+  });
+
+  it("with deletionPolicy Delete removes the stored objects when the MySQLBackup is deleted", async () => {
+    await client.create(BK, backup("to-delete", { deletionPolicy: "Delete" }));
+    expect((await finished<MySQLBackup>(BK, "to-delete")).status?.phase).toBe("Completed");
+    const prefix = `operator-${suffix}/${ns}/to-delete/`;
+    expect((await keysUnder(prefix)).length).toBeGreaterThan(1);
+    await client.delete(BK, ns, "to-delete");
+    await waitGone(client, BK, ns, "to-delete");
+    expect(await keysUnder(prefix)).toEqual([]);
+    // Retain (the default) keeps them.
+    await client.delete(BK, ns, "full");
+    await waitGone(client, BK, ns, "full");
+    expect(await keysUnder(`operator-${suffix}/${ns}/full/`)).toContain(`operator-${suffix}/${ns}/full/manifest.json`);
+  });
+
+  it("never shows a credential in logs, events or status", async () => {
+    const everything = [
+      logs.text(),
+      JSON.stringify((await client.list(builtin.event, { namespace: ns })).items),
+      JSON.stringify((await client.list(BK, { namespace: ns })).items.map((b) => (b as MySQLBackup).status)),
+      JSON.stringify((await client.list(RS, { namespace: ns })).items.map((r) => (r as MySQLRestore).status)),
+    ].join("\n");
+    expect(everything.length).toBeGreaterThan(1000);
+    expect(everything).not.toContain(env.s3.secretAccessKey);
+    expect(everything).not.toContain("not-the-key");
+  });
+});

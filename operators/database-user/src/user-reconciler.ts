@@ -1,0 +1,329 @@
+// DatabaseUser: make the account exist on its instance with the Secret's
+// password, its limits and exactly its grants; drop it on delete.
+//
+// A converged object is not even connected for: when its generation, the
+// Secret's resourceVersion and the instance are what the status says was last
+// applied, the reconcile returns at once and only a periodic drift check
+// (reads: the account's row and SHOW GRANTS) goes to the server.
+import {
+  TerminalError,
+  addFinalizer,
+  findCondition,
+  hasFinalizer,
+  isBeingDeleted,
+  isConflict,
+  isNotFound,
+  removeFinalizer,
+  type Cache,
+  type Clock,
+  type EventRecorder,
+  type KubeClient,
+  type ManagerSettings,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "@stateward/core";
+import {
+  MissingSecretError,
+  MySQLInstanceKind,
+  quoteAccount,
+  secretValue,
+  type InstanceConnection,
+  type MySQLConnector,
+  type MySQLInstance,
+  type SecretReader,
+} from "@stateward/mysql";
+import {
+  createAccount,
+  describeAccount,
+  dropAccount,
+  readAccount,
+  runStatement,
+  setLimits,
+  setPassword,
+  showGrants,
+  sslTypeFor,
+  type Account,
+} from "./account.ts";
+import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
+import { Failure, toFailure } from "./failures.ts";
+import { actualGrants, changeStatements, describeChange, desiredGrants, diffGrants, isEmptyDiff } from "./grants.ts";
+import { USER_BY_ACCOUNT, mysqlUserName, userAccount } from "./indexes.ts";
+import { jitter } from "./instance-reconciler.ts";
+import { nativePasswordHash, passwordFingerprint } from "./password.ts";
+import { writeStatus } from "./status.ts";
+import { specProblems } from "./validation.ts";
+
+/** On DatabaseUsers whose account is dropped on delete (deletionPolicy: Delete). */
+export const FINALIZER = "stateward.io/drop-account";
+
+const DBU = DatabaseUserKind.resource;
+const MYI = MySQLInstanceKind.resource;
+
+/** Diff passes per reconcile: the second catches what a server's ALL held beyond our catalogue. */
+const MAX_GRANT_PASSES = 3;
+
+export interface DatabaseUserReconcilerOptions {
+  /** How often a converged account is compared with the server again (reads only). Defaults to 5 min. */
+  driftCheckIntervalMs?: number;
+}
+
+export interface DatabaseUserReconcilerDeps {
+  client: KubeClient;
+  cache: Cache;
+  events: EventRecorder;
+  connector: MySQLConnector;
+  secrets: SecretReader;
+  clock: Clock;
+  settings: ManagerSettings;
+}
+
+export class DatabaseUserReconciler implements Reconciler {
+  private readonly d: DatabaseUserReconcilerDeps;
+  private readonly driftCheckIntervalMs: number;
+  /** When each account (by DatabaseUser uid) was last compared with the server. In memory: after a restart the status is trusted until the first drift check. */
+  private readonly verifiedAt = new Map<string, number>();
+
+  constructor(deps: DatabaseUserReconcilerDeps, opts: DatabaseUserReconcilerOptions = {}) {
+    this.d = deps;
+    this.driftCheckIntervalMs = opts.driftCheckIntervalMs ?? 5 * 60_000;
+  }
+
+  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
+    const cached = this.d.cache.get<DatabaseUser>(DBU, req.namespace, req.name);
+    if (!cached) return undefined;
+    if (isBeingDeleted(cached)) {
+      await this.finalize(cached, ctx);
+      return undefined;
+    }
+    // A finalizer only where deleting must clean up outside Kubernetes.
+    let user = cached;
+    if ((user.spec.deletionPolicy ?? "Delete") === "Delete") user = await addFinalizer(this.d.client, DBU, user, FINALIZER);
+    else user = await removeFinalizer(this.d.client, DBU, user, FINALIZER);
+
+    try {
+      return await this.converge(user, ctx);
+    } catch (err) {
+      if (isConflict(err)) throw err; // the object changed under us: retry with the new version
+      const failure = toFailure(err, user.spec.instanceRef.name);
+      await writeStatus(this.d.client, DBU, user, {}, { status: "False", reason: failure.reason, message: failure.message });
+      await this.d.events.record(user, "Warning", failure.reason, failure.message);
+      throw failure.terminal ? new TerminalError(failure.message) : failure;
+    }
+  }
+
+  private account(user: DatabaseUser): Account {
+    return { user: mysqlUserName(user), host: user.spec.host ?? "%" };
+  }
+
+  private instanceNotFound(user: DatabaseUser): Failure {
+    const { target, targetLabel } = this.d.settings;
+    const scope = target ? ` (this manager only sees MySQLInstances labelled ${targetLabel}=${target})` : "";
+    return new Failure("InstanceNotFound", `MySQLInstance ${user.spec.instanceRef.name} not found in namespace ${user.metadata.namespace ?? ""}${scope}`);
+  }
+
+  /** Whether the status says this very spec, Secret and instance were applied. */
+  private converged(user: DatabaseUser, instance: MySQLInstance, secretVersion: string | undefined): boolean {
+    const status = user.status;
+    const ready = findCondition(status?.conditions, "Ready");
+    return (
+      ready?.status === "True" &&
+      ready.observedGeneration === user.metadata.generation &&
+      secretVersion !== undefined &&
+      status?.passwordSecretVersion === secretVersion &&
+      status.instanceUID === instance.metadata.uid &&
+      status.instanceGeneration === instance.metadata.generation
+    );
+  }
+
+  /** Milliseconds until the next drift check is due; 0 when it is due now. */
+  private driftCheckIn(uid: string): number {
+    const now = this.d.clock.now().getTime();
+    const last = this.verifiedAt.get(uid);
+    if (last === undefined) {
+      this.verifiedAt.set(uid, now);
+      return jitter(this.driftCheckIntervalMs);
+    }
+    return Math.max(0, last + this.driftCheckIntervalMs - now);
+  }
+
+  /** The DatabaseUser that owns the account when several name it: the oldest. */
+  private owner(user: DatabaseUser): DatabaseUser {
+    const claims = this.d.cache
+      .byIndex<DatabaseUser>(DBU, USER_BY_ACCOUNT, userAccount(user)[0] ?? "")
+      .filter((u) => !isBeingDeleted(u) || u.metadata.uid === user.metadata.uid);
+    const all = claims.some((u) => u.metadata.uid === user.metadata.uid) ? claims : [...claims, user];
+    const order = (u: DatabaseUser) => `${u.metadata.creationTimestamp ?? ""}\u0000${u.metadata.name ?? ""}`;
+    return all.reduce((a, b) => (order(b) < order(a) ? b : a));
+  }
+
+  private async converge(user: DatabaseUser, ctx: ReconcileContext): Promise<Result> {
+    const namespace = user.metadata.namespace ?? "";
+    const uid = user.metadata.uid ?? "";
+    const account = this.account(user);
+    const instance = this.d.cache.get<MySQLInstance>(MYI, namespace, user.spec.instanceRef.name);
+    if (!instance) throw this.instanceNotFound(user);
+    const owner = this.owner(user);
+    if (owner.metadata.uid !== user.metadata.uid) {
+      throw new Failure(
+        "AccountConflict",
+        `account ${describeAccount(account)} on MySQLInstance ${instance.metadata.name ?? ""} is already managed by DatabaseUser ${owner.metadata.name ?? ""}`,
+        true,
+      );
+    }
+    const secretRef = user.spec.passwordSecretRef;
+    if (this.converged(user, instance, this.d.secrets.version(namespace, secretRef.name))) {
+      const wait = this.driftCheckIn(uid);
+      if (wait > 0) return { requeueAfter: wait };
+      ctx.log.debug("drift check");
+    }
+
+    // The password first: a missing Secret is reported without touching the server.
+    const secret = await this.d.secrets.read(namespace, secretRef.name);
+    if (!secret) throw new MissingSecretError("SecretNotFound", `Secret ${secretRef.name} not found in namespace ${namespace}`);
+    const password = secretValue(secret, secretRef.key ?? "password");
+    if (password === "") throw new Failure("SecretKeyEmpty", `Secret ${secretRef.name} has an empty ${secretRef.key ?? "password"}: set a password`);
+    const secretVersion = secret.metadata.resourceVersion;
+
+    quoteAccount(account.user, account.host); // refuses, as terminal, a name the schema let through but MySQL cannot hold
+    const conn = await this.d.connector.connect(instance);
+    const problems = specProblems(user.spec, conn.server);
+    if (problems.length > 0) throw new Failure("InvalidSpec", problems.join("; "), true);
+
+    const changed: string[] = [];
+    const sameInstance = user.status?.instanceUID === instance.metadata.uid && user.status?.instanceGeneration === instance.metadata.generation;
+    let fingerprint = sameInstance ? user.status?.passwordFingerprint : undefined;
+    const limits = { tls: user.spec.tlsRequirement ?? "None", maxUserConnections: user.spec.maxUserConnections ?? 0 };
+
+    const state = await readAccount(conn, account);
+    if (!state) {
+      await createAccount(conn, account, password, limits);
+      fingerprint = await passwordFingerprint(password, uid);
+      changed.push("created the account");
+      ctx.log.info("account created", { account: describeAccount(account) });
+    } else {
+      if (fingerprint === undefined && user.status?.passwordFingerprint === undefined) {
+        changed.push("adopted the existing account");
+        ctx.log.info("adopting an existing account", { account: describeAccount(account) });
+      }
+      // Hash only when the Secret moved since the password was last applied, or nothing is known.
+      const secretMoved = fingerprint === undefined || secretVersion !== user.status?.passwordSecretVersion;
+      const fresh = secretMoved ? await passwordFingerprint(password, uid) : fingerprint;
+      // mysql_native_password hashes are unsalted: the server's own hash says whether the password is right,
+      // which also catches a password changed by hand. Other plugins: the fingerprint of what was last set.
+      const stale = state.plugin === "mysql_native_password" && state.authenticationString !== ""
+        ? state.authenticationString !== nativePasswordHash(password)
+        : fresh !== fingerprint;
+      if (stale) {
+        await setPassword(conn, account, password);
+        changed.push("set the password");
+        ctx.log.info("password set", { account: describeAccount(account) });
+      }
+      fingerprint = fresh;
+      if (state.sslType !== sslTypeFor(limits.tls) || state.maxUserConnections !== limits.maxUserConnections) {
+        await setLimits(conn, account, limits);
+        changed.push(`set REQUIRE ${limits.tls} and MAX_USER_CONNECTIONS ${limits.maxUserConnections}`);
+        ctx.log.info("limits set", { account: describeAccount(account), tlsRequirement: limits.tls, maxUserConnections: limits.maxUserConnections });
+      }
+    }
+
+    const grantCount = await this.convergeGrants(conn, user, account, changed, ctx);
+
+    const updated = await writeStatus(
+      this.d.client,
+      DBU,
+      user,
+      {
+        user: account.user,
+        host: account.host,
+        passwordSecretVersion: secretVersion,
+        passwordFingerprint: fingerprint,
+        instanceUID: instance.metadata.uid,
+        instanceGeneration: instance.metadata.generation,
+      },
+      {
+        status: "True",
+        reason: "AccountReady",
+        message: `Account ${describeAccount(account)} on MySQLInstance ${instance.metadata.name ?? ""} (${conn.server.flavor} ${conn.server.version}) has ${grantCount} grant${grantCount === 1 ? "" : "s"}`,
+      },
+    );
+    if (changed.length > 0) await this.d.events.record(updated, "Normal", "AccountUpdated", capitalize(`${changed.join("; ")}`));
+    this.verifiedAt.set(uid, this.d.clock.now().getTime());
+    return { requeueAfter: jitter(this.driftCheckIntervalMs) };
+  }
+
+  /** Grants first, then revokes; repeated while SHOW GRANTS still differs. Returns the number of levels granted. */
+  private async convergeGrants(conn: InstanceConnection, user: DatabaseUser, account: Account, changed: string[], ctx: ReconcileContext): Promise<number> {
+    const desired = desiredGrants(user.spec.grants ?? [], conn.server);
+    const quoted = quoteAccount(account.user, account.host);
+    for (let pass = 1; ; pass++) {
+      const actual = actualGrants(await showGrants(conn, account), conn.server);
+      const diff = diffGrants(desired, actual, conn.server);
+      if (isEmptyDiff(diff)) return desired.size;
+      if (pass > MAX_GRANT_PASSES) {
+        const left = [...diff.grants, ...diff.revokes].map(describeChange).join("; ");
+        throw new Failure("GrantsNotConverged", `SHOW GRANTS still differs from spec.grants after ${MAX_GRANT_PASSES} passes: ${left}`);
+      }
+      for (const change of [...diff.grants, ...diff.revokes]) {
+        for (const sql of changeStatements(change, quoted)) await runStatement(conn, sql);
+        const what = describeChange(change);
+        changed.push(what);
+        ctx.log.info(change.action === "GRANT" ? "granted" : "revoked", { account: describeAccount(account), change: what });
+      }
+    }
+  }
+
+  /** Deletion: drop the account (unless Retain), then release the finalizer. */
+  private async finalize(user: DatabaseUser, ctx: ReconcileContext): Promise<void> {
+    if (!hasFinalizer(user, FINALIZER)) return;
+    const namespace = user.metadata.namespace ?? "";
+    const account = this.account(user);
+    const release = async (type: "Normal" | "Warning", reason: string, note: string) => {
+      this.verifiedAt.delete(user.metadata.uid ?? "");
+      await this.d.events.record(user, type, reason, note);
+      await removeFinalizer(this.d.client, DBU, user, FINALIZER);
+      ctx.log.info("finalized", { account: describeAccount(account), outcome: reason });
+    };
+    if ((user.spec.deletionPolicy ?? "Delete") === "Retain") {
+      await release("Normal", "AccountRetained", `deletionPolicy is Retain: account ${describeAccount(account)} was left in place`);
+      return;
+    }
+    const others = this.d.cache
+      .byIndex<DatabaseUser>(DBU, USER_BY_ACCOUNT, userAccount(user)[0] ?? "")
+      .filter((u) => u.metadata.uid !== user.metadata.uid && !isBeingDeleted(u));
+    if (others.length > 0) {
+      await release("Normal", "AccountKept", `account ${describeAccount(account)} is still declared by DatabaseUser ${others[0]?.metadata.name ?? ""}: not dropped`);
+      return;
+    }
+    const instanceName = user.spec.instanceRef.name;
+    let instance = this.d.cache.get<MySQLInstance>(MYI, namespace, instanceName);
+    if (!instance) {
+      // The cache may be behind, or filtered by target: ask the API server before giving up on the account.
+      try {
+        instance = await this.d.client.get<MySQLInstance>(MYI, namespace, instanceName);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await release("Warning", "InstanceGone", `MySQLInstance ${instanceName} no longer exists: account ${describeAccount(account)} was not dropped (nothing left to connect to)`);
+        return;
+      }
+    }
+    try {
+      const conn = await this.d.connector.connect(instance);
+      await dropAccount(conn, account);
+    } catch (err) {
+      if (isConflict(err)) throw err;
+      const failure = toFailure(err, instanceName);
+      const message = `cannot drop account ${describeAccount(account)} yet, retrying (set deletionPolicy: Retain to delete without dropping it): ${failure.message}`;
+      await writeStatus(this.d.client, DBU, user, {}, { status: "False", reason: failure.reason, message });
+      await this.d.events.record(user, "Warning", failure.reason, message);
+      // Never terminal: the finalizer stays until the account is gone or the user says Retain.
+      throw new Failure(failure.reason, message);
+    }
+    await release("Normal", "AccountDropped", `dropped account ${describeAccount(account)}`);
+  }
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

@@ -1,0 +1,234 @@
+// MySQL connections of the engine (mysql2, callback API, so that result rows
+// can be streamed), with every MySQL error mapped to a BackupError whose
+// reason says what happened.
+import mysql, { type Connection, type QueryError, type RowDataPacket, type SslOptions } from "mysql2";
+import { BackupError, messageOf, type BackupFailureReason } from "./errors.ts";
+import type { ServerFlavor } from "../storage/manifest.ts";
+
+/** How to log in to a MySQL or MariaDB server. */
+export interface MySQLConnectionOptions {
+  host: string;
+  /** Defaults to 3306. */
+  port?: number;
+  user: string;
+  /** Read by the caller from a Secret; never logged or written anywhere. */
+  password?: string;
+  /**
+   * TLS to the server, as mysql2 takes it (e.g. `sslOptions(mode, ca)` of
+   * @stateward/mysql); absent means plain TCP.
+   */
+  ssl?: SslOptions;
+  /** Give up connecting after this long. Defaults to 10 000 ms. */
+  connectTimeoutMs?: number;
+}
+
+export type { ServerFlavor };
+
+export function endpointOf(options: Pick<MySQLConnectionOptions, "host" | "port">): string {
+  return `${options.host}:${options.port ?? 3306}`;
+}
+
+const unreachableCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "HANDSHAKE_SSL_ERROR"]);
+const lostCodes = new Set([
+  "PROTOCOL_CONNECTION_LOST",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ER_SERVER_SHUTDOWN",
+  "ER_CONNECTION_KILLED",
+  "ER_NET_READ_ERROR",
+  "ER_NET_READ_INTERRUPTED",
+  "ER_NET_WRITE_INTERRUPTED",
+  "ER_NET_ERROR_ON_WRITE",
+  "PROTOCOL_SEQUENCE_TIMEOUT",
+  "PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR",
+]);
+const deniedCodes = new Set([
+  "ER_ACCESS_DENIED_ERROR",
+  "ER_ACCESS_DENIED_NO_PASSWORD_ERROR",
+  "ER_DBACCESS_DENIED_ERROR",
+  "ER_TABLEACCESS_DENIED_ERROR",
+  "ER_COLUMNACCESS_DENIED_ERROR",
+  "ER_SPECIFIC_ACCESS_DENIED_ERROR",
+  "ER_PROCACCESS_DENIED_ERROR",
+]);
+
+function reasonOf(code: string, connecting: boolean): { reason: BackupFailureReason; retryable: boolean } {
+  if (connecting && unreachableCodes.has(code)) return { reason: "DatabaseUnreachable", retryable: true };
+  if (lostCodes.has(code) || unreachableCodes.has(code)) return { reason: "ConnectionLost", retryable: true };
+  if (deniedCodes.has(code)) return { reason: "DatabaseAccessDenied", retryable: false };
+  if (code === "ER_BAD_DB_ERROR") return { reason: "DatabaseNotFound", retryable: false };
+  if (code === "ER_LOCK_WAIT_TIMEOUT") return { reason: "LockTimeout", retryable: true };
+  if (code === "ER_TABLE_DEF_CHANGED") return { reason: "SchemaChanged", retryable: true };
+  return { reason: "DatabaseError", retryable: false };
+}
+
+/**
+ * The error without the statement text mysql2 attaches to it (`sql`), which
+ * can hold row data or, in a dump of accounts, password hashes: a cause is
+ * logged with all its fields.
+ */
+export function withoutStatement(err: unknown): unknown {
+  if (typeof err !== "object" || err === null || !("sql" in err)) return err;
+  const e = err as Partial<QueryError>;
+  const copy = new Error(e.message ?? "MySQL error") as Error & Partial<Pick<QueryError, "code" | "errno" | "sqlState">>;
+  if (e.code !== undefined) copy.code = e.code;
+  if (e.errno !== undefined) copy.errno = e.errno;
+  if (e.sqlState !== undefined) copy.sqlState = e.sqlState;
+  return copy;
+}
+
+/**
+ * A MySQL error as a BackupError; `what` completes "could not …" (or is a
+ * full phrase for a lost connection). Messages come from the server or the
+ * socket and carry no password.
+ */
+export function mysqlFailure(err: unknown, what: string, endpoint: string, connecting = false): BackupError {
+  if (err instanceof BackupError) return err;
+  const code = (err as Partial<QueryError> | undefined)?.code ?? "";
+  const { reason, retryable } = reasonOf(code, connecting);
+  const detail = messageOf(err);
+  let message: string;
+  switch (reason) {
+    case "DatabaseUnreachable":
+      message = `could not connect to MySQL at ${endpoint}: ${detail}`;
+      break;
+    case "ConnectionLost":
+      message = `lost the connection to MySQL at ${endpoint} while trying to ${what}: ${detail}`;
+      break;
+    case "SchemaChanged":
+      message = `could not ${what}: the table was altered during the backup (${detail}); run the backup again`;
+      break;
+    default:
+      message = `could not ${what}: ${detail}`;
+  }
+  return new BackupError(reason, message, { retryable, cause: withoutStatement(err) });
+}
+
+export interface OpenOptions {
+  /**
+   * Character set of the handshake. Defaults to utf8mb4. The restore uses
+   * "binary" so that mysql2 sends statement bytes unchanged; the objects then
+   * set their own character set with SET NAMES.
+   */
+  charset?: "utf8mb4" | "binary";
+}
+
+/** One connection; `query` for small results, `raw` for streaming. */
+export class MySQLSession {
+  readonly raw: Connection;
+  readonly endpoint: string;
+  /** A fatal error the connection reported (server gone, killed, network). */
+  private idleError: Error | undefined;
+  private readonly errorListeners = new Set<(err: Error) => void>();
+
+  private constructor(raw: Connection, endpoint: string) {
+    this.raw = raw;
+    this.endpoint = endpoint;
+    // Without a listener, a fatal error on an idle connection would be an
+    // unhandled 'error' event and take the whole manager down.
+    raw.on("error", (err: Error) => {
+      this.idleError = err;
+      for (const listener of this.errorListeners) listener(err);
+    });
+  }
+
+  /**
+   * Calls `listener` when the connection fails. A streaming query has no
+   * callback, and mysql2 then reports a lost connection only here, never on
+   * the query's stream. Returns the function that unsubscribes.
+   */
+  onFailure(listener: (err: Error) => void): () => void {
+    if (this.idleError) {
+      const err = this.idleError;
+      queueMicrotask(() => listener(err));
+      return () => undefined;
+    }
+    this.errorListeners.add(listener);
+    return () => this.errorListeners.delete(listener);
+  }
+
+  static async open(options: MySQLConnectionOptions, openOptions: OpenOptions = {}): Promise<MySQLSession> {
+    const endpoint = endpointOf(options);
+    const raw = mysql.createConnection({
+      host: options.host,
+      port: options.port ?? 3306,
+      user: options.user,
+      password: options.password ?? "",
+      ...(options.ssl ? { ssl: options.ssl } : {}),
+      connectTimeout: options.connectTimeoutMs ?? 10_000,
+      charset: openOptions.charset === "binary" ? "BINARY" : "UTF8MB4_GENERAL_CI",
+      // Metadata only: numbers and dates as text, never lossy JS numbers.
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      dateStrings: true,
+      multipleStatements: false,
+      // No LOAD DATA LOCAL (a hostile dump file must not read our files); no
+      // IGNORE_SPACE, which the stock client does not set either and which
+      // changes how the server parses names followed by a space; no session
+      // tracking, whose character_set_client reports would make mysql2
+      // re-encode the statements of a restore (sent as bytes: see restore/).
+      flags: ["-LOCAL_FILES", "-IGNORE_SPACE", "-SESSION_TRACK"],
+    });
+    const session = new MySQLSession(raw, endpoint);
+    await new Promise<void>((resolve, reject) => {
+      raw.connect((err) => (err ? reject(mysqlFailure(err, "connect", endpoint, true)) : resolve()));
+    });
+    return session;
+  }
+
+  /** Runs one statement; `what` names it in errors ("read the table list"). */
+  query<T = RowDataPacket>(sql: string, values: unknown[] = [], what = "run a query"): Promise<T[]> {
+    if (this.idleError) return Promise.reject(mysqlFailure(this.idleError, what, this.endpoint));
+    return new Promise((resolve, reject) => {
+      this.raw.query(sql, values, (err, rows) => {
+        if (err) reject(mysqlFailure(err, what, this.endpoint));
+        else resolve(Array.isArray(rows) ? (rows as T[]) : []);
+      });
+    });
+  }
+
+  /**
+   * Sends one statement of a backup as it is, and rejects with the raw
+   * mysql2 error (the caller names the statement in its own message).
+   */
+  execute(sql: string): Promise<void> {
+    if (this.idleError) return Promise.reject(this.idleError);
+    return new Promise((resolve, reject) => {
+      this.raw.query({ sql }, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  /** Closes politely (COM_QUIT); a broken connection is simply dropped. */
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.destroy();
+        resolve();
+      }, 5_000);
+      this.raw.end(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * Drops the connection at once; the server rolls back what was open.
+   * mysql2's own destroy() only half-closes the socket, which lets the server
+   * go on streaming a table into it (for up to net_write_timeout) and leaves
+   * a streaming query pending forever. Destroying the socket itself makes the
+   * server stop at its next write, and whatever is in flight here fails with
+   * a lost connection.
+   */
+  destroy(): void {
+    const socket = (this.raw as unknown as { stream?: { destroy?: () => void } }).stream;
+    if (typeof socket?.destroy === "function") socket.destroy();
+    else this.raw.destroy();
+  }
+}
+
+/** "MariaDB" when the version string says so (10.x reports e.g. "10.11.6-MariaDB-log"). */
+export function flavorOf(version: string): ServerFlavor {
+  return /mariadb/i.test(version) ? "MariaDB" : "MySQL";
+}

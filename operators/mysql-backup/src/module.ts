@@ -1,0 +1,79 @@
+// The mysql-backup operator as an OperatorModule: MySQLBackup and
+// MySQLRestore controllers sharing the MySQL services with the other MySQL
+// operators, and a bound on concurrent operations per manager.
+import {
+  Tokens,
+  type BackgroundTasks,
+  type Cache,
+  type ControllerSetup,
+  type EventRecorder,
+  type KubeClient,
+  type ManagerSettings,
+  type OperatorModule,
+} from "@stateward/core";
+import {
+  MySQLInstanceKind,
+  MySQLTokens,
+  bindMySQLServices,
+  registerInstanceInformer,
+  type MySQLConnector,
+  type SecretReader,
+} from "@stateward/mysql";
+import { ContainerModule } from "inversify";
+import { MySQLBackupKind, MySQLRestoreKind } from "./api.ts";
+import { BackupReconciler } from "./controllers/backup-reconciler.ts";
+import { RestoreReconciler } from "./controllers/restore-reconciler.ts";
+import { OperationSlots } from "./controllers/slots.ts";
+
+export interface MySQLBackupOperatorOptions {
+  /** Backups and restores running at once in one manager. Defaults to 2: each compresses on a core. */
+  maxConcurrentOperations?: number;
+}
+
+const SlotsToken = Symbol.for("stateward.mysql-backup.OperationSlots");
+
+export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = {}): OperatorModule {
+  return {
+    name: "mysql-backup",
+    // MySQLInstance is the database-user operator's kind; listed here too so a
+    // manager running only this operator still installs (or verifies) its CRD.
+    kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLInstanceKind],
+    container: new ContainerModule((container) => {
+      bindMySQLServices(container);
+      const { bind } = container;
+      bind<OperationSlots>(SlotsToken).toConstantValue(new OperationSlots(options.maxConcurrentOperations ?? 2));
+      const deps: [symbol, symbol, symbol, symbol, symbol, symbol, symbol, symbol, symbol] = [
+        Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, Tokens.BackgroundTasks, SlotsToken,
+        MySQLTokens.Connector, MySQLTokens.SecretReader, Tokens.Identity, Tokens.ManagerSettings,
+      ];
+      type Factory = (
+        client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, tasks: BackgroundTasks, slots: OperationSlots,
+        connector: MySQLConnector, secrets: SecretReader, identity: string, settings: ManagerSettings,
+      ) => ControllerSetup;
+      const backup: Factory = (client, cache, events, tasks, slots, connector, secrets, identity, settings) => ({
+        setup: (builder) => {
+          registerInstanceInformer(cache, settings);
+          builder
+            .named("mysqlbackup")
+            .for(MySQLBackupKind.resource)
+            .withOptions({ maxConcurrentReconciles: 2 })
+            .complete(new BackupReconciler({ client, cache, events: events("mysqlbackup"), tasks, slots, connector, secrets, identity }));
+        },
+      });
+      const restore: Factory = (client, cache, events, tasks, slots, connector, secrets, identity, settings) => ({
+        setup: (builder) => {
+          registerInstanceInformer(cache, settings);
+          cache.register(MySQLBackupKind.resource, { labelSelector: settings.target ? `${settings.targetLabel}=${settings.target}` : undefined });
+          builder
+            .named("mysqlrestore")
+            .for(MySQLRestoreKind.resource)
+            .complete(new RestoreReconciler({ client, cache, events: events("mysqlrestore"), tasks, slots, connector, secrets, identity }));
+        },
+      });
+      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, deps);
+      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(restore, deps);
+    }),
+  };
+}
+
+export const mysqlBackupOperator: OperatorModule = createMySQLBackupOperator();

@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { poolOptions, sslOptions } from "./connection-options.ts";
+
+describe("sslOptions", () => {
+  it("maps each TLS mode as MySQL's client does", () => {
+    expect(sslOptions("disabled", "CA")).toBeUndefined();
+    expect(sslOptions("preferred", undefined)).toEqual({ rejectUnauthorized: false });
+    expect(sslOptions("preferred", undefined, false)).toBeUndefined();
+    expect(sslOptions("required", "CA")).toEqual({ rejectUnauthorized: false });
+    expect(sslOptions("verify-ca", "CA")).toEqual({ ca: "CA", rejectUnauthorized: true, verifyIdentity: false });
+    expect(sslOptions("verify-identity", "CA")).toEqual({ ca: "CA", rejectUnauthorized: true, verifyIdentity: true });
+    expect(sslOptions("verify-identity", undefined)).toEqual({ rejectUnauthorized: true, verifyIdentity: true });
+  });
+});
+
+describe("poolOptions", () => {
+  it("never allows several statements per query, and bounds the pool", () => {
+    const o = poolOptions({ host: "db", port: 3306, user: "root", password: "", tlsMode: "disabled", ca: undefined });
+    expect(o).toMatchObject({ host: "db", port: 3306, user: "root", multipleStatements: false, connectionLimit: 4, maxIdle: 2 });
+    expect(o).not.toHaveProperty("ssl");
+  });
+});

@@ -1,0 +1,47 @@
+// The shared MySQL services in the manager's container. Every MySQL operator
+// module calls `bindMySQLServices` from its ContainerModule; the first one
+// binds, the others find the services bound — so all operators of a process
+// share one connector, and thus one connection pool per instance.
+import { Tokens, type Cache, type KubeClient, type Logger, type ManagerSettings } from "@stateward/core";
+import type { ContainerModuleLoadOptions } from "inversify";
+import { MySQLConnector, type ConnectorOptions } from "./connector.ts";
+import { MySQLInstanceKind } from "./instance-api.ts";
+import { SecretReader } from "./secrets.ts";
+
+export const MySQLTokens = {
+  /** MySQLConnector: the per-instance connection pools. */
+  Connector: Symbol.for("stateward.mysql.MySQLConnector"),
+  /** SecretReader: referenced Secrets, from the cache or the API server. */
+  SecretReader: Symbol.for("stateward.mysql.SecretReader"),
+} as const;
+
+/**
+ * Binds the connector and the Secret reader unless another module already
+ * did. `options` only take effect for the module that binds first.
+ */
+export function bindMySQLServices(container: Pick<ContainerModuleLoadOptions, "bind" | "isBound">, options: ConnectorOptions = {}): void {
+  const { bind, isBound } = container;
+  if (!isBound(MySQLTokens.SecretReader)) {
+    bind<SecretReader>(MySQLTokens.SecretReader).toResolvedValue(
+      (client: KubeClient, cache: Cache) => new SecretReader(client, cache),
+      [Tokens.KubeClient, Tokens.Cache],
+    );
+  }
+  if (!isBound(MySQLTokens.Connector)) {
+    bind<MySQLConnector>(MySQLTokens.Connector)
+      .toResolvedValue((secrets: SecretReader, logger: Logger) => new MySQLConnector(secrets, logger, options), [MySQLTokens.SecretReader, Tokens.Logger])
+      // Runs when the container unbinds the connector; see MySQLConnector.close.
+      .onDeactivation((connector) => connector.close());
+  }
+}
+
+/**
+ * The label selector MySQLInstances are watched with: the manager's target,
+ * like the kinds the controllers reconcile. The cache keeps one informer per
+ * kind, created by whoever registers it first, so every controller that reads
+ * MySQLInstances calls this before building — whatever order the operator
+ * modules are loaded in, instances are then filtered the same way.
+ */
+export function registerInstanceInformer(cache: Cache, settings: ManagerSettings): void {
+  cache.register(MySQLInstanceKind.resource, { labelSelector: settings.target ? `${settings.targetLabel}=${settings.target}` : undefined });
+}
