@@ -86,14 +86,8 @@ dev-status: $(DEPS_STAMP) ## is the local environment up, and where
 	node e2e/harness/dev.ts status
 
 .PHONY: demo
-demo: dev-up ## from a fresh clone: the local environment, then how to reach it
-	@echo
-	@echo "The operators join the demo as they land (see the open issues); for now the environment is yours:"
-	@echo "  . .stateward/dev/env && kubectl get nodes"
-	@. .stateward/dev/env && kubectl get nodes -o wide
-
-# Extra flags for `make run`, e.g. make run ARGS="--namespaces demo --operators database-user"
-ARGS ?=
+demo: dev-up crds ## from a fresh clone: environment, CRDs, the manager with all operators, examples/ applied, status
+	hack/demo.sh
 
 .PHONY: run
 run: $(DEPS_STAMP) ## the manager against the current kube context (stateward run $(ARGS))

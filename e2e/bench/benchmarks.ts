@@ -2,5 +2,7 @@
 // module exporting a `Benchmark` (see benchmark.ts), added here.
 import type { Benchmark } from "./benchmark.ts";
 import { coreBenchmark } from "./core.bench.ts";
+import { databaseUserBenchmark } from "./database-user.bench.ts";
+import { mysqlBackupBenchmark } from "./mysql-backup.bench.ts";
 
-export const benchmarks: readonly Benchmark[] = [coreBenchmark];
+export const benchmarks: readonly Benchmark[] = [coreBenchmark, databaseUserBenchmark, mysqlBackupBenchmark];

@@ -2,9 +2,23 @@
 // environment under .stateward/dev, left running between commands.
 //
 // Usage: node e2e/harness/dev.ts up|down|status
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { devDir, isRunning, readState, startEnvironment, stopRecorded } from "./environment.ts";
-import { EnvironmentError } from "./process.ts";
+import { EnvironmentError, isAlive, stopPid } from "./process.ts";
+
+/** The manager `make demo` started in the background, recorded by pid. */
+async function stopDemoManager(): Promise<string[]> {
+  const pidFile = join(devDir, "manager.pid");
+  if (!existsSync(pidFile)) return [];
+  const pid = Number(readFileSync(pidFile, "utf8").trim());
+  rmSync(pidFile, { force: true });
+  if (!pid || !isAlive(pid)) return [];
+  const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  if (!cmdline.includes("cli/src/main.ts")) return [];
+  await stopPid(pid, 40_000);
+  return [`the demo manager (pid ${pid})`];
+}
 
 function describe(): string {
   const state = readState(devDir);
@@ -36,7 +50,8 @@ async function main(command: string | undefined): Promise<void> {
       return;
     }
     case "down": {
-      const stopped = await stopRecorded(devDir);
+      const stopped = await stopDemoManager();
+      stopped.push(...(await stopRecorded(devDir)));
       console.log(stopped.length ? `Stopped ${stopped.join(", ")}.` : "Nothing was running.");
       return;
     }
