@@ -87,6 +87,21 @@ const positionSchema = object(
   "The server's replication position at the consistent snapshot; restoring gives exactly this state.",
 );
 
+/** The fields of a backup's spec, shared by MySQLBackup and a schedule's backupTemplate. */
+function backupSpecFields() {
+  return {
+    instanceRef: instanceRef("The MySQLInstance to back up."),
+    storage: storageSchema,
+    databases: databasesSchema("Databases to back up. Default: every user database (not mysql, sys, information_schema, performance_schema)."),
+    compression: optional(stringEnum(["gzip", "zstd", "none"], "Compression of each stored object.", { default: "gzip" })),
+    deletionPolicy: optional(
+      stringEnum(["Retain", "Delete"], "What happens to the stored objects when this resource is deleted: Retain keeps them, Delete removes them.", {
+        default: "Retain",
+      }),
+    ),
+  };
+}
+
 export const MySQLBackupKind = defineKind({
   group: "stateward.io",
   version: "v1alpha1",
@@ -95,20 +110,7 @@ export const MySQLBackupKind = defineKind({
   shortNames: ["mysqlbk"],
   scope: "Namespaced",
   description: "A consistent backup of a MySQL server's databases, streamed to S3 as plain SQL objects and a manifest.",
-  spec: object(
-    {
-      instanceRef: instanceRef("The MySQLInstance to back up."),
-      storage: storageSchema,
-      databases: databasesSchema("Databases to back up. Default: every user database (not mysql, sys, information_schema, performance_schema)."),
-      compression: optional(stringEnum(["gzip", "zstd", "none"], "Compression of each stored object.", { default: "gzip" })),
-      deletionPolicy: optional(
-        stringEnum(["Retain", "Delete"], "What happens to the stored objects when this resource is deleted: Retain keeps them, Delete removes them.", {
-          default: "Retain",
-        }),
-      ),
-    },
-    "The desired backup. A backup runs once; changing its spec afterwards has no effect.",
-  ),
+  spec: object(backupSpecFields(), "The desired backup. A backup runs once; changing its spec afterwards has no effect."),
   status: object(
     {
       phase: optional(phaseSchema),
@@ -197,3 +199,69 @@ export const MySQLRestoreKind = defineKind({
 });
 
 export type MySQLRestore = ObjectOf<typeof MySQLRestoreKind>;
+
+export const MySQLBackupScheduleKind = defineKind({
+  group: "stateward.io",
+  version: "v1alpha1",
+  kind: "MySQLBackupSchedule",
+  plural: "mysqlbackupschedules",
+  shortNames: ["mysqlbks"],
+  scope: "Namespaced",
+  description: "Creates MySQLBackups on a cron schedule and keeps the history within a retention policy.",
+  spec: object(
+    {
+      schedule: string(
+        "When backups are due, in node-cron syntax: five fields (minute hour day-of-month month day-of-week), an optional leading seconds field, or a macro such as @daily or @hourly. Day-of-month and day-of-week must both match.",
+        { minLength: 1, maxLength: 128, pattern: "^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\\S+(\\s+\\S+){4,5})$" },
+      ),
+      timeZone: optional(
+        string("IANA time zone the schedule is read in, e.g. Europe/Berlin. Wall-clock times skipped by a DST change are not run; repeated ones run once.", {
+          default: "UTC",
+          maxLength: 64,
+          pattern: "^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$",
+        }),
+      ),
+      backupTemplate: object(backupSpecFields(), "The spec of each MySQLBackup this schedule creates."),
+      retention: optional(
+        object(
+          {
+            keepLast: optional(integer("Keep at most this many Completed backups; older ones are deleted (with their stored objects when their deletionPolicy is Delete). Failed backups never count.", { minimum: 1, maximum: 1000 })),
+            maxAge: optional(string("Delete Completed backups older than this, e.g. 720h or 30d (the newest Completed backup is always kept).", { pattern: "^[0-9]+(s|m|h|d)$", maxLength: 16 })),
+          },
+          "Which completed backups to keep.",
+        ),
+      ),
+      concurrencyPolicy: optional(
+        stringEnum(["Forbid", "Allow", "Replace"], "When a backup is due while the previous one still runs: Forbid skips the new one, Allow runs both, Replace deletes the running one first.", {
+          default: "Forbid",
+        }),
+      ),
+      suspend: optional(boolean("Stop creating backups. Resuming does not catch up on what was due meanwhile, except the latest due time within startingDeadlineSeconds.", { default: false })),
+      startingDeadlineSeconds: optional(
+        integer("A due time missed by more than this (manager down, suspended) is skipped with an Event instead of run late.", { minimum: 1, default: 300 }),
+      ),
+    },
+    "The schedule.",
+  ),
+  status: object(
+    {
+      observedGeneration: optional(integer("The generation last acted upon.")),
+      lastScheduleTime: optional(string("The latest due time that was handled (a backup created, or skipped with an Event).", { format: "date-time" })),
+      nextScheduleTime: optional(string("The next due time.", { format: "date-time" })),
+      lastSuccessfulBackup: optional(string("Name of the newest Completed backup.")),
+      lastSuccessfulTime: optional(string("When the newest Completed backup completed.", { format: "date-time" })),
+      active: optional(array(string("A MySQLBackup name."), "Backups of this schedule still Pending or Running.", { listType: "atomic" })),
+      conditions: optional(conditionsSchema()),
+    },
+    "What the schedule did.",
+  ),
+  printerColumns: [
+    { name: "Schedule", type: "string", jsonPath: ".spec.schedule" },
+    { name: "Suspend", type: "boolean", jsonPath: ".spec.suspend" },
+    { name: "Last", type: "date", jsonPath: ".status.lastScheduleTime" },
+    { name: "Next", type: "date", jsonPath: ".status.nextScheduleTime" },
+    { name: "Last Success", type: "string", jsonPath: ".status.lastSuccessfulBackup" },
+  ],
+});
+
+export type MySQLBackupSchedule = ObjectOf<typeof MySQLBackupScheduleKind>;

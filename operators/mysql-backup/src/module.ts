@@ -5,6 +5,7 @@ import {
   Tokens,
   type BackgroundTasks,
   type Cache,
+  type Clock,
   type ControllerSetup,
   type EventRecorder,
   type KubeClient,
@@ -20,9 +21,10 @@ import {
   type SecretReader,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
-import { MySQLBackupKind, MySQLRestoreKind } from "./api.ts";
+import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind } from "./api.ts";
 import { BackupReconciler } from "./controllers/backup-reconciler.ts";
 import { RestoreReconciler } from "./controllers/restore-reconciler.ts";
+import { ScheduleReconciler } from "./controllers/schedule-reconciler.ts";
 import { OperationSlots } from "./controllers/slots.ts";
 
 export interface MySQLBackupOperatorOptions {
@@ -37,7 +39,7 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
     name: "mysql-backup",
     // MySQLInstance is the database-user operator's kind; listed here too so a
     // manager running only this operator still installs (or verifies) its CRD.
-    kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLInstanceKind],
+    kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLBackupScheduleKind, MySQLInstanceKind],
     container: new ContainerModule((container) => {
       bindMySQLServices(container);
       const { bind } = container;
@@ -72,6 +74,20 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
       });
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, deps);
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(restore, deps);
+      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, clock: Clock, tasks: BackgroundTasks) => ({
+          setup: (builder) => {
+            const reconciler = new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock, tasks });
+            const controller = builder
+              .named("mysqlbackupschedule")
+              .for(MySQLBackupScheduleKind.resource)
+              .owns(MySQLBackupKind.resource)
+              .complete(reconciler);
+            reconciler.enqueue = (req) => controller.enqueue(req);
+          },
+        }),
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, Tokens.Clock, Tokens.BackgroundTasks],
+      );
     }),
   };
 }

@@ -1,0 +1,120 @@
+// MySQLBackupSchedule through Kubernetes: an every-few-seconds schedule
+// produces one backup per due time, retention keeps exactly the expected
+// set in the API server and the bucket, suspend stops it, and resuming does
+// not create a burst for the suspended period.
+import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { randomBytes } from "node:crypto";
+import mysql from "mysql2/promise";
+import { Manager, builtin, captureLogs, type KubeObject } from "@stateward/core";
+import { MySQLInstanceKind } from "@stateward/mysql";
+import { databaseUserOperator } from "@stateward/operator-database-user";
+import { MySQLBackupKind, MySQLBackupScheduleKind, SCHEDULE_LABEL, createMySQLBackupOperator, type MySQLBackup, type MySQLBackupSchedule } from "@stateward/operator-mysql-backup";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { s3Client } from "../../harness/index.ts";
+import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
+import { waitFor } from "../../support/wait.ts";
+
+const env = inject("environment");
+const client = testClient(env.kubeconfig);
+const BK = MySQLBackupKind.resource;
+const SC = MySQLBackupScheduleKind.resource;
+const suffix = randomBytes(3).toString("hex");
+const db = `bksched_${suffix}`;
+const root = { host: env.mysql.host, port: env.mysql.port, user: env.mysql.user, password: env.mysql.password };
+let ns: string;
+let manager: Manager;
+let s3: S3Client;
+
+async function backupsOf(name: string): Promise<MySQLBackup[]> {
+  return (await client.list<MySQLBackup>(BK, { namespace: ns, labelSelector: `${SCHEDULE_LABEL}=${name}` })).items;
+}
+
+async function folders(): Promise<Set<string>> {
+  const out = await s3.send(new ListObjectsV2Command({ Bucket: env.s3.bucket, Prefix: `sched-${suffix}/${ns}/` }));
+  return new Set((out.Contents ?? []).map((o) => (o.Key ?? "").split("/")[2] ?? ""));
+}
+
+beforeAll(async () => {
+  s3 = s3Client(env.s3);
+  ns = await freshNamespace(client, "sched");
+  manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: captureLogs().logger, gracefulShutdownMs: 10_000 })
+    .load(databaseUserOperator, createMySQLBackupOperator());
+  await manager.start();
+  const conn = await mysql.createConnection(root);
+  await conn.query(`CREATE DATABASE ${db}`);
+  await conn.query(`CREATE TABLE ${db}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
+  await conn.query(`INSERT INTO ${db}.t VALUES (1, 'a'), (2, 'b')`);
+  await conn.end();
+  await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
+  await client.create(builtin.secret, { metadata: { name: "s3-creds", namespace: ns }, stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey } } as KubeObject);
+  await client.create(MySQLInstanceKind.resource, {
+    apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
+    spec: { host: root.host, port: root.port, adminSecretRef: { name: "mysql-admin" } },
+  } as KubeObject);
+}, 120_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  const conn = await mysql.createConnection(root);
+  await conn.query(`DROP DATABASE IF EXISTS ${db}`);
+  await conn.end();
+  s3?.destroy();
+  await deleteNamespace(client, ns);
+});
+
+describe("MySQLBackupSchedule", () => {
+  it("creates one backup per due time, keeps the last 2 in the API and the bucket, stops when suspended, resumes without a burst", async () => {
+    await client.create(SC, {
+      apiVersion: MySQLBackupScheduleKind.apiVersion, kind: MySQLBackupScheduleKind.kind, metadata: { name: "every3s", namespace: ns },
+      spec: {
+        schedule: "*/3 * * * * *",
+        retention: { keepLast: 2 },
+        backupTemplate: {
+          instanceRef: { name: "db" }, databases: [db], deletionPolicy: "Delete",
+          storage: { s3: { bucket: env.s3.bucket, prefix: `sched-${suffix}`, endpoint: env.s3.endpoint, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
+        },
+      },
+    });
+
+    // Backups appear on time, each named after its due time (a multiple of 3 s).
+    const created = new Set<string>();
+    await waitFor("4 scheduled backups", async () => {
+      for (const b of await backupsOf("every3s")) created.add(b.metadata.name ?? "");
+      return created.size >= 4 ? true : undefined;
+    }, 40_000, 200);
+    for (const name of created) expect(Number(name.slice(-2)) % 3).toBe(0);
+
+    // Retention: at most 2 Completed remain, in the API server and in the bucket.
+    const settled = await waitFor("retention applied", async () => {
+      const list = await backupsOf("every3s");
+      const completed = list.filter((b) => b.status?.phase === "Completed");
+      return completed.length === 2 ? completed : undefined;
+    }, 30_000, 200);
+    const kept = new Set(settled.map((b) => b.metadata.name ?? ""));
+    const inBucket = await waitFor("bucket pruned", async () => {
+      const f = await folders();
+      const completedNow = new Set((await backupsOf("every3s")).map((b) => b.metadata.name ?? ""));
+      return [...f].every((x) => completedNow.has(x)) ? f : undefined;
+    }, 30_000, 250);
+    expect([...kept].some((k) => inBucket.has(k))).toBe(true);
+
+    // Suspend: nothing new for 7 s.
+    await client.patch(SC, ns, "every3s", { spec: { suspend: true } });
+    await new Promise((r) => setTimeout(r, 1_500));
+    const before = new Set((await backupsOf("every3s")).map((b) => b.metadata.name ?? ""));
+    const sched = await client.get<MySQLBackupSchedule>(SC, ns, "every3s");
+    await new Promise((r) => setTimeout(r, 7_000));
+    const during = (await backupsOf("every3s")).map((b) => b.metadata.name ?? "").filter((n) => !before.has(n));
+    expect(during).toEqual([]);
+    expect(sched.status?.conditions?.find((c) => c.type === "Ready")?.reason).toBe("Suspended");
+
+    // Resume: at most one backup for the suspended period (the latest due time), then the regular rhythm.
+    const resumedAt = Date.now();
+    await client.patch(SC, ns, "every3s", { spec: { suspend: false } });
+    await new Promise((r) => setTimeout(r, 1_000));
+    const burst = (await client.list<MySQLBackup>(BK, { namespace: ns, labelSelector: `${SCHEDULE_LABEL}=every3s` })).items
+      .filter((b) => !before.has(b.metadata.name ?? ""))
+      .filter((b) => Date.parse(b.metadata.creationTimestamp ?? "") <= resumedAt + 1_000);
+    expect(burst.length).toBeLessThanOrEqual(1);
+  });
+});

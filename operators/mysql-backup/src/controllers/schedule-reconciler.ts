@@ -1,0 +1,216 @@
+// MySQLBackupSchedule: node-cron timers wake the controller at due times, but
+// what is due comes from state in the API server — `status.lastScheduleTime`
+// and the deterministic name of each due time's backup. A manager restart, a
+// leader change or a timer firing twice therefore creates exactly one
+// MySQLBackup per due time: a second attempt meets AlreadyExists.
+import cron, { type ScheduledTask } from "node-cron";
+import { isDeepStrictEqual } from "node:util";
+import {
+  controllerReference,
+  isAlreadyExists,
+  isNotFound,
+  setCondition,
+  type BackgroundTasks,
+  type Cache,
+  type Clock,
+  type EventRecorder,
+  type KubeClient,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "@stateward/core";
+import { MySQLBackupKind, MySQLBackupScheduleKind, type MySQLBackup, type MySQLBackupSchedule } from "../api.ts";
+import { ScheduleError, dueTimesBetween, nextDueTime, validateSchedule } from "../schedule/due-times.ts";
+
+/** Every backup a schedule creates carries this label with the schedule's name. */
+export const SCHEDULE_LABEL = "stateward.io/backup-schedule";
+const RT = MySQLBackupScheduleKind.resource;
+const BK = MySQLBackupKind.resource;
+
+const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, "Z");
+
+/** `<schedule>-<yyyymmddhhmmss>` in UTC: one name per due time. */
+export function backupNameFor(schedule: string, due: Date): string {
+  return `${schedule}-${iso(due).replace(/[-:TZ]/g, "")}`;
+}
+
+export function parseAge(text: string): number {
+  const m = /^([0-9]+)(s|m|h|d)$/.exec(text);
+  if (!m) throw new ScheduleError(`invalid maxAge "${text}"; use e.g. 720h or 30d`);
+  return Number(m[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "s" | "m" | "h" | "d"];
+}
+
+/**
+ * Completed backups to delete: beyond `keepLast` (newest first) or older
+ * than `maxAge` — never the newest Completed one. Failed or running backups
+ * are never counted and never deleted here.
+ */
+export function backupsToPrune(backups: readonly MySQLBackup[], retention: MySQLBackupSchedule["spec"]["retention"], now: Date): MySQLBackup[] {
+  if (!retention) return [];
+  const completed = backups
+    .filter((b) => b.status?.phase === "Completed")
+    .sort((a, b) => (b.status?.completionTime ?? "").localeCompare(a.status?.completionTime ?? ""));
+  const maxAgeMs = retention.maxAge ? parseAge(retention.maxAge) : undefined;
+  return completed.filter((b, i) => {
+    if (i === 0) return false;
+    if (retention.keepLast !== undefined && i >= retention.keepLast) return true;
+    const done = Date.parse(b.status?.completionTime ?? "");
+    return maxAgeMs !== undefined && Number.isFinite(done) && now.getTime() - done > maxAgeMs;
+  });
+}
+
+export interface ScheduleReconcilerDeps {
+  client: KubeClient;
+  cache: Cache;
+  events: EventRecorder;
+  clock: Clock;
+  tasks: BackgroundTasks;
+  /** Wakes the controller for a schedule (set once the controller exists). */
+  enqueue?: (req: Request) => void;
+}
+
+export class ScheduleReconciler implements Reconciler {
+  private readonly d: ScheduleReconcilerDeps;
+  private readonly timers = new Map<string, { spec: string; task: ScheduledTask }>();
+
+  constructor(deps: ScheduleReconcilerDeps) {
+    this.d = deps;
+    // Timers belong to the leader's controllers: gone when the manager stops.
+    deps.tasks.signal.addEventListener("abort", () => {
+      for (const key of [...this.timers.keys()]) this.stopTimer(key);
+    });
+  }
+
+  set enqueue(fn: (req: Request) => void) {
+    this.d.enqueue = fn;
+  }
+
+  private ensureTimer(key: string, req: Request, expression: string, timeZone: string): void {
+    const spec = `${expression}|${timeZone}`;
+    if (this.timers.get(key)?.spec === spec) return;
+    this.stopTimer(key);
+    const task = cron.schedule(expression, () => this.d.enqueue?.(req), { timezone: timeZone, name: `mysqlbackupschedule/${key}` });
+    this.timers.set(key, { spec, task });
+  }
+
+  private stopTimer(key: string): void {
+    const t = this.timers.get(key);
+    if (!t) return;
+    this.timers.delete(key);
+    void t.task.destroy();
+  }
+
+  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
+    const ns = req.namespace ?? "";
+    const key = `${ns}/${req.name}`;
+    const sched = this.d.cache.get<MySQLBackupSchedule>(RT, ns, req.name);
+    if (!sched || sched.metadata.deletionTimestamp) {
+      this.stopTimer(key);
+      return undefined;
+    }
+    const spec = sched.spec;
+    const tz = spec.timeZone ?? "UTC";
+    try {
+      validateSchedule(spec.schedule, tz);
+      if (spec.retention?.maxAge) parseAge(spec.retention.maxAge);
+    } catch (err) {
+      if (!(err instanceof ScheduleError)) throw err;
+      this.stopTimer(key);
+      await this.writeStatus(sched, {}, { status: "False", reason: "InvalidSchedule", message: err.message });
+      await this.d.events.record(sched, "Warning", "InvalidSchedule", err.message);
+      return undefined;
+    }
+    if (!spec.suspend) this.ensureTimer(key, req, spec.schedule, tz);
+    else this.stopTimer(key);
+
+    const now = this.d.clock.now();
+    const owned = this.d.cache.list<MySQLBackup>(BK, { namespace: ns }).filter((b) => b.metadata.labels?.[SCHEDULE_LABEL] === req.name);
+    const active = owned.filter((b) => b.status?.phase !== "Completed" && b.status?.phase !== "Failed");
+    const last = new Date(sched.status?.lastScheduleTime ?? sched.metadata.creationTimestamp ?? iso(now));
+    let lastScheduleTime = sched.status?.lastScheduleTime;
+
+    if (!spec.suspend) {
+      const due = dueTimesBetween(spec.schedule, tz, last, now, { limit: 100_000 });
+      const latest = due[due.length - 1];
+      if (latest) {
+        lastScheduleTime = iso(latest);
+        if (due.length > 1) {
+          await this.d.events.record(sched, "Warning", "MissedSchedules", `${due.length - 1} earlier due times were missed (no manager ran, or the schedule was suspended); only the latest, ${iso(latest)}, is considered`);
+        }
+        const lateSeconds = (now.getTime() - latest.getTime()) / 1000;
+        const deadline = spec.startingDeadlineSeconds ?? 300;
+        if (lateSeconds > deadline) {
+          await this.d.events.record(sched, "Warning", "MissedDeadline", `Skipped the backup due at ${iso(latest)}: ${Math.round(lateSeconds)} s late, more than startingDeadlineSeconds (${deadline})`);
+        } else if (active.length > 0 && (spec.concurrencyPolicy ?? "Forbid") === "Forbid") {
+          await this.d.events.record(sched, "Normal", "SkippedConcurrent", `Skipped the backup due at ${iso(latest)}: ${active.map((b) => b.metadata.name).join(", ")} still running (concurrencyPolicy Forbid)`);
+        } else {
+          if (spec.concurrencyPolicy === "Replace") {
+            for (const b of active) await this.d.client.delete(BK, ns, b.metadata.name ?? "").catch((err: unknown) => {
+              if (!isNotFound(err)) throw err;
+            });
+          }
+          await this.createBackup(sched, latest, ctx);
+        }
+      }
+    }
+
+    for (const b of backupsToPrune(owned, spec.retention, now)) {
+      await this.d.client.delete(BK, ns, b.metadata.name ?? "").catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
+      await this.d.events.record(sched, "Normal", "Pruned", `Deleted MySQLBackup ${b.metadata.name} (retention)`);
+    }
+
+    const next = spec.suspend ? undefined : nextDueTime(spec.schedule, tz, now);
+    const newest = owned
+      .filter((b) => b.status?.phase === "Completed")
+      .sort((a, b) => (b.status?.completionTime ?? "").localeCompare(a.status?.completionTime ?? ""))[0];
+    await this.writeStatus(
+      sched,
+      {
+        ...(lastScheduleTime ? { lastScheduleTime } : {}),
+        ...(next ? { nextScheduleTime: iso(next) } : {}),
+        ...(newest ? { lastSuccessfulBackup: newest.metadata.name, lastSuccessfulTime: newest.status?.completionTime } : {}),
+        active: active.map((b) => b.metadata.name ?? "").sort(),
+      },
+      spec.suspend
+        ? { status: "True", reason: "Suspended", message: "The schedule is suspended; no backups are created" }
+        : { status: "True", reason: "Scheduled", message: next ? `Next backup due at ${iso(next)}` : "No further due time within four years" },
+    );
+    // node-cron wakes us at the due time; this is the safety net should a timer be lost.
+    return next ? { requeueAfter: Math.max(1_000, next.getTime() - now.getTime() + 1_000) } : undefined;
+  }
+
+  private async createBackup(sched: MySQLBackupSchedule, due: Date, ctx: ReconcileContext): Promise<void> {
+    const ns = sched.metadata.namespace ?? "";
+    const name = backupNameFor(sched.metadata.name ?? "", due);
+    try {
+      await this.d.client.create<MySQLBackup>(BK, {
+        apiVersion: MySQLBackupKind.apiVersion,
+        kind: MySQLBackupKind.kind,
+        metadata: {
+          name,
+          namespace: ns,
+          labels: { ...(sched.metadata.labels ?? {}), [SCHEDULE_LABEL]: sched.metadata.name ?? "" },
+          annotations: { "stateward.io/scheduled-at": iso(due) },
+          ownerReferences: [controllerReference(sched, RT)],
+        },
+        spec: structuredClone(sched.spec.backupTemplate),
+      });
+      ctx.log.info("scheduled backup created", { backup: name, due: iso(due) });
+      await this.d.events.record(sched, "Normal", "BackupCreated", `Created MySQLBackup ${name} for the due time ${iso(due)}`);
+    } catch (err) {
+      // Another leader (or a timer that fired twice) already created this due time's backup.
+      if (!isAlreadyExists(err)) throw err;
+    }
+  }
+
+  private async writeStatus(sched: MySQLBackupSchedule, fields: Partial<NonNullable<MySQLBackupSchedule["status"]>>, ready: { status: "True" | "False"; reason: string; message: string }): Promise<void> {
+    const generation = sched.metadata.generation;
+    const conditions = setCondition(sched.status?.conditions, { type: "Ready", ...ready, observedGeneration: generation });
+    const next = { ...sched.status, ...fields, observedGeneration: generation, conditions };
+    if (isDeepStrictEqual(next, { ...sched.status })) return;
+    await this.d.client.updateStatus<MySQLBackupSchedule>(RT, { ...structuredClone(sched), status: next });
+  }
+}
