@@ -8,9 +8,10 @@ import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
 import { databaseUserOperator } from "@stateward/operator-database-user";
-import { MySQLBackupKind, MySQLBackupScheduleKind, SCHEDULE_LABEL, createMySQLBackupOperator, type MySQLBackup, type MySQLBackupSchedule } from "@stateward/operator-mysql-backup";
+import { MySQLBackupKind, MySQLBackupScheduleKind, SCHEDULE_LABEL, backupNameFor, createMySQLBackupOperator, type MySQLBackup, type MySQLBackupSchedule } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { s3Client } from "../../harness/index.ts";
+import { KubeConfig } from "@kubernetes/client-node";
+import { TcpProxy, s3Client } from "../../harness/index.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 
@@ -116,5 +117,66 @@ describe("MySQLBackupSchedule", () => {
       .filter((b) => !before.has(b.metadata.name ?? ""))
       .filter((b) => Date.parse(b.metadata.creationTimestamp ?? "") <= resumedAt + 1_000);
     expect(burst.length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("MySQLBackupSchedule with two managers", () => {
+  it("creates exactly one backup for the due time at which the leader vanished (never zero, never two)", async () => {
+    const lease = { namespace: ns, name: "sched-le", leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 };
+    const apiPort = Number(new URL(env.server).port);
+    const proxies: TcpProxy[] = [];
+    const managers: Manager[] = [];
+    const start = async (identity: string) => {
+      const proxy = new TcpProxy({ host: "127.0.0.1", port: apiPort });
+      proxies.push(proxy);
+      const port = await proxy.start();
+      // The same identity, through the proxy.
+      const exported = JSON.parse(kubeConfigFrom(env.kubeconfig).exportConfig()) as { clusters: { cluster: { server: string } }[] };
+      for (const c of exported.clusters) c.cluster.server = `https://127.0.0.1:${port}`;
+      const via = new KubeConfig();
+      via.loadFromString(JSON.stringify(exported));
+      const m = new Manager({ kubeConfig: via, namespaces: [ns], logger: captureLogs().logger, gracefulShutdownMs: 5_000, leaderElection: { ...lease, identity } })
+        .load(databaseUserOperator, createMySQLBackupOperator());
+      managers.push(m);
+      await m.start();
+      return { m, proxy };
+    };
+    // The first manager of this file stops, so only the two contenders run.
+    await manager.stop();
+    const a = await start("a");
+    const b = await start("b");
+    try {
+      const leader = await waitFor("a leader", () => (a.m.isLeader() ? a : b.m.isLeader() ? b : undefined), 10_000);
+      const follower = leader === a ? b : a;
+      await client.create(SC, {
+        apiVersion: MySQLBackupScheduleKind.apiVersion, kind: MySQLBackupScheduleKind.kind, metadata: { name: "every10s", namespace: ns },
+        spec: {
+          schedule: "*/10 * * * * *", concurrencyPolicy: "Allow",
+          backupTemplate: {
+            instanceRef: { name: "db" }, databases: [db], deletionPolicy: "Delete",
+            storage: { s3: { bucket: env.s3.bucket, prefix: `sched-${suffix}`, endpoint: env.s3.endpoint, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
+          },
+        },
+      });
+      // Wait for the first backup, then cut the leader off 300 ms before the next due time.
+      await waitFor("first backup", async () => ((await backupsOf("every10s")).length > 0 ? true : undefined), 30_000, 200);
+      const nextDue = Math.ceil(Date.now() / 10_000) * 10_000;
+      const cutAt = nextDue - 300;
+      await new Promise((r) => setTimeout(r, Math.max(0, cutAt - Date.now())));
+      leader.proxy.block();
+      const dueName = backupNameFor("every10s", new Date(nextDue));
+      await waitFor("the follower leads", () => (follower.m.isLeader() ? true : undefined), 15_000, 100);
+      const got = await waitFor(`backup ${dueName}`, async () => (await backupsOf("every10s")).find((x) => x.metadata.name === dueName), 15_000, 200);
+      expect(got.metadata.annotations?.["stateward.io/scheduled-at"]).toBe(new Date(nextDue).toISOString().replace(/\.\d{3}Z$/, "Z"));
+      // One per due time: every name is a distinct multiple of 10 s, with no gap between the first and the last.
+      await new Promise((r) => setTimeout(r, 2_000));
+      const dues = (await backupsOf("every10s")).map((x) => Date.parse(x.metadata.annotations?.["stateward.io/scheduled-at"] ?? "")).sort((x, y) => x - y);
+      expect(new Set(dues).size).toBe(dues.length);
+      for (let i = 1; i < dues.length; i++) expect(dues[i]! - dues[i - 1]!).toBe(10_000);
+    } finally {
+      await client.delete(SC, ns, "every10s").catch(() => undefined);
+      for (const m of managers) await m.stop().catch(() => undefined);
+      for (const p of proxies) await p.stop();
+    }
   });
 });
