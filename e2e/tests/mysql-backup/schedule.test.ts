@@ -120,6 +120,48 @@ describe("MySQLBackupSchedule", () => {
   });
 });
 
+describe("concurrency policies, with a deliberately slow backup", () => {
+  it("Forbid skips due times while a backup runs, Allow runs them alongside, Replace deletes the running ones first", async () => {
+    // A table lock held by the test makes each backup wait for its global read lock: Running for as long as we like.
+    const holder = await mysql.createConnection(root);
+    await holder.query(`LOCK TABLES ${db}.t WRITE`);
+    const name = "slow";
+    const backups = async () => (await backupsOf(name)).filter((x) => !x.metadata.deletionTimestamp);
+    try {
+      await client.create(SC, {
+        apiVersion: MySQLBackupScheduleKind.apiVersion, kind: MySQLBackupScheduleKind.kind, metadata: { name, namespace: ns },
+        spec: {
+          schedule: "*/3 * * * * *", concurrencyPolicy: "Forbid",
+          backupTemplate: {
+            instanceRef: { name: "db" }, databases: [db],
+            storage: { s3: { bucket: env.s3.bucket, prefix: `sched-${suffix}`, endpoint: env.s3.endpoint, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
+          },
+        },
+      });
+      const first = await waitFor("the first backup Running", async () => (await backups()).find((x) => x.status?.phase === "Running"), 30_000, 200);
+      await new Promise((r) => setTimeout(r, 7_000));
+      expect((await backups()).map((x) => x.metadata.name)).toEqual([first.metadata.name]);
+      const events = await client.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns });
+      expect(events.items.some((e) => e.regarding?.name === name && e.reason === "SkippedConcurrent")).toBe(true);
+
+      await client.patch(SC, ns, name, { spec: { concurrencyPolicy: "Allow" } });
+      await waitFor("a second backup alongside the first", async () => ((await backups()).length >= 2 ? true : undefined), 15_000, 200);
+      const running = (await backups()).map((x) => x.metadata.name ?? "");
+      expect(running).toContain(first.metadata.name);
+
+      await client.patch(SC, ns, name, { spec: { concurrencyPolicy: "Replace" } });
+      await waitFor("the running backups replaced", async () => {
+        const now = (await backups()).map((x) => x.metadata.name ?? "");
+        return now.length >= 1 && running.every((r) => !now.includes(r)) ? true : undefined;
+      }, 20_000, 200);
+    } finally {
+      await client.patch(SC, ns, name, { spec: { suspend: true } }).catch(() => undefined);
+      await holder.query("UNLOCK TABLES");
+      await holder.end();
+    }
+  });
+});
+
 describe("MySQLBackupSchedule with two managers", () => {
   it("creates exactly one backup for the due time at which the leader vanished (never zero, never two)", async () => {
     const lease = { namespace: ns, name: "sched-le", leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 };
