@@ -120,6 +120,33 @@ describe("MySQLBackupSchedule", () => {
   });
 });
 
+describe("bad schedules", () => {
+  const template = {
+    instanceRef: { name: "db" }, databases: [db],
+    storage: { s3: { bucket: env.s3.bucket, endpoint: env.s3.endpoint, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
+  };
+  const schedule = (name: string, spec: Record<string, unknown>) =>
+    ({ apiVersion: MySQLBackupScheduleKind.apiVersion, kind: MySQLBackupScheduleKind.kind, metadata: { name, namespace: ns }, spec: { backupTemplate: template, ...spec } }) as MySQLBackupSchedule;
+
+  it("refuses what the schema can see at apply time, and reports the rest as Ready=False InvalidSchedule", async () => {
+    await expect(client.create(SC, schedule("one-word", { schedule: "daily" }))).rejects.toThrow(/spec\.schedule/);
+    for (const [name, spec, why] of [
+      ["bad-zone", { schedule: "0 3 * * *", timeZone: "Mars/Olympus" }, /unknown time zone "Mars\/Olympus"/],
+      ["bad-minute", { schedule: "61 * * * *" }, /invalid cron expression "61 \* \* \* \*"/],
+    ] as const) {
+      await client.create(SC, schedule(name, spec));
+      const got = await waitFor(`${name} InvalidSchedule`, async () => {
+        const o = await client.get<MySQLBackupSchedule>(SC, ns, name);
+        const c = o.status?.conditions?.find((x) => x.type === "Ready");
+        return c?.reason === "InvalidSchedule" ? c : undefined;
+      });
+      expect(got.status).toBe("False");
+      expect(got.message).toMatch(why);
+      expect(await backupsOf(name)).toEqual([]);
+    }
+  });
+});
+
 describe("concurrency policies, with a deliberately slow backup", () => {
   it("Forbid skips due times while a backup runs, Allow runs them alongside, Replace deletes the running ones first", async () => {
     // A table lock held by the test makes each backup wait for its global read lock: Running for as long as we like.
