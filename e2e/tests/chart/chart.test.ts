@@ -91,16 +91,21 @@ const statusAndFinalizers = (resources: string[]) => [
   ...perms("stateward.io", resources.map((r) => `${r}/status`), ["get", "update", "patch"]),
   ...perms("stateward.io", resources.map((r) => `${r}/finalizers`), ["update"]),
 ];
+// database-user and mysql-backup: exactly what their requests use (rbac.test.ts proves it).
 const expectedPermissions: Record<string, string[]> = {
   core: perms("events.k8s.io", ["events"], ["create", "patch"]),
   "database-user": [
-    ...perms("stateward.io", ["mysqlinstances", "databaseusers"], ["get", "list", "watch", "update", "patch"]),
-    ...statusAndFinalizers(["mysqlinstances", "databaseusers"]),
+    ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch"]),
+    ...perms("stateward.io", ["databaseusers"], ["list", "watch", "patch"]),
+    ...perms("stateward.io", ["mysqlinstances/status", "databaseusers/status"], ["update"]),
     ...perms("core", ["secrets"], ["get", "list", "watch"]),
   ],
   "mysql-backup": [
-    ...perms("stateward.io", ["mysqlbackups", "mysqlrestores", "mysqlbackupschedules"], ["get", "list", "watch", "create", "update", "patch", "delete"]),
-    ...statusAndFinalizers(["mysqlbackups", "mysqlrestores", "mysqlbackupschedules"]),
+    ...perms("stateward.io", ["mysqlbackups"], ["get", "list", "watch", "create", "patch", "delete"]),
+    ...perms("stateward.io", ["mysqlrestores"], ["get", "list", "watch"]),
+    ...perms("stateward.io", ["mysqlbackupschedules"], ["list", "watch"]),
+    ...perms("stateward.io", ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status"], ["update"]),
+    ...perms("stateward.io", ["mysqlbackupschedules/finalizers"], ["update"]),
     ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch"]),
     ...perms("core", ["secrets"], ["get", "list", "watch"]),
   ],
@@ -152,9 +157,9 @@ describe("helm lint and helm template", () => {
     expect(binding?.roleRef).toMatchObject({ kind: "ClusterRole", name: manager!.metadata.name });
     expect(binding?.subjects).toEqual([{ kind: "ServiceAccount", name: "stateward", namespace: RELEASE_NS }]);
 
-    // CRDs are only read (the manager runs with --crds verify); the Lease lives in the release namespace.
+    // CRDs are only got (the manager runs with --crds verify); the Lease lives in the release namespace.
     const crdReader = ofKind(objects, "ClusterRole").find((o) => o.metadata.name.endsWith(":crd-reader"));
-    expect(permissions(rulesOf(crdReader!))).toEqual(perms("apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "list", "watch"]).sort());
+    expect(permissions(rulesOf(crdReader!))).toEqual(perms("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"]));
     const leader = ofKind(objects, "Role").find((o) => o.metadata.name.endsWith("-leader-election"));
     expect(leader?.metadata.namespace).toBe(RELEASE_NS);
     expect(rulesOf(leader!)).toContainEqual({ apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["stateward-manager"], verbs: ["get", "update"] });
@@ -493,11 +498,11 @@ describe("the chart applied with server-side apply, scoped to two namespaces", (
         { verb: "list", group: "stateward.io", resource: "databaseusers" },
         { verb: "watch", group: "stateward.io", resource: "mysqlinstances" },
         { verb: "update", group: "stateward.io", resource: "databaseusers", subresource: "status" },
-        { verb: "update", group: "stateward.io", resource: "databaseusers", subresource: "finalizers" },
+        { verb: "patch", group: "stateward.io", resource: "databaseusers" },
         { verb: "watch", resource: "secrets" },
         { verb: "create", group: "stateward.io", resource: "mysqlbackups" },
         { verb: "delete", group: "stateward.io", resource: "mysqlbackups" },
-        { verb: "patch", group: "stateward.io", resource: "mysqlbackupschedules", subresource: "status" },
+        { verb: "update", group: "stateward.io", resource: "mysqlbackupschedules", subresource: "status" },
         { verb: "create", group: "apps", resource: "statefulsets" },
         { verb: "patch", group: "policy", resource: "poddisruptionbudgets" },
         { verb: "delete", resource: "pods" },
@@ -506,7 +511,6 @@ describe("the chart applied with server-side apply, scoped to two namespaces", (
         { verb: "patch", group: "events.k8s.io", resource: "events" },
       ]),
       { verb: "get", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "databaseusers.stateward.io" },
-      { verb: "watch", group: "apiextensions.k8s.io", resource: "customresourcedefinitions" },
       { verb: "get", group: "coordination.k8s.io", resource: "leases", namespace: release, name: "stateward-manager" },
     ], true);
   });
@@ -532,6 +536,8 @@ describe("the chart applied with server-side apply, scoped to two namespaces", (
       { verb: "create", resource: "persistentvolumeclaims", namespace: teamA },
       { verb: "update", resource: "secrets", namespace: teamA },
       { verb: "delete", group: "stateward.io", resource: "databaseusers", namespace: teamA },
+      { verb: "update", group: "stateward.io", resource: "databaseusers", namespace: teamA },
+      { verb: "create", group: "stateward.io", resource: "mysqlrestores", namespace: teamA },
       { verb: "create", group: "stateward.io", resource: "mysqlclusters", namespace: teamB },
       { verb: "delete", group: "stateward.io", resource: "mysqlrestores", subresource: "status", namespace: teamB },
       { verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: teamA },
@@ -542,6 +548,9 @@ describe("the chart applied with server-side apply, scoped to two namespaces", (
       // CRDs are read-only; nothing cluster-wide is writable.
       { verb: "create", group: "apiextensions.k8s.io", resource: "customresourcedefinitions" },
       { verb: "delete", group: "apiextensions.k8s.io", resource: "customresourcedefinitions", name: "databaseusers.stateward.io" },
+      { verb: "watch", group: "apiextensions.k8s.io", resource: "customresourcedefinitions" },
+      // Events are recorded only in the watched namespaces, never in the release namespace.
+      { verb: "create", group: "events.k8s.io", resource: "events", namespace: release },
       { verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings" },
       { verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles" },
       { verb: "impersonate", resource: "users" },
