@@ -6,11 +6,11 @@
 // Usage: node e2e/bench/run.ts [name...]   (no name: all; --list: what there is)
 //
 // Exits non-zero when a benchmark throws or reports a failure.
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { KubeClient } from "@stateward/core";
 import { kubeConfigFrom } from "../support/kube.ts";
-import { repoRoot, startEnvironment, stopRecorded, type EnvironmentHandle } from "../harness/index.ts";
+import { repoRoot, startEnvironment, stopAbandonedRuns, type EnvironmentHandle } from "../harness/index.ts";
 import type { Benchmark } from "./benchmark.ts";
 import { benchmarks } from "./benchmarks.ts";
 import { machineInfo, rounded, table, writeReport, type BenchReport } from "./report.ts";
@@ -19,25 +19,6 @@ const benchRoot = join(repoRoot, ".stateward", "bench");
 
 class UsageError extends Error {}
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Stops what earlier runs left behind when their runner died (as e2e/global-setup.ts does for tests). */
-async function stopAbandonedRuns(): Promise<void> {
-  if (!existsSync(benchRoot)) return;
-  for (const entry of readdirSync(benchRoot)) {
-    const m = /^run-(\d+)$/.exec(entry);
-    if (!m || alive(Number(m[1]))) continue;
-    await stopRecorded(join(benchRoot, entry));
-    rmSync(join(benchRoot, entry), { recursive: true, force: true });
-  }
-}
 
 function select(names: string[]): Benchmark[] {
   if (names.length === 0) return [...benchmarks];
@@ -60,7 +41,7 @@ async function main(args: string[]): Promise<number> {
     return 0;
   }
   const selected = select(args);
-  await stopAbandonedRuns();
+  await stopAbandonedRuns(benchRoot);
   const dir = join(benchRoot, `run-${process.pid}`);
   let env: EnvironmentHandle | undefined;
   let interrupted = false;

@@ -2,7 +2,7 @@
 // `make dev-up`, `make demo` and Vitest's global setup all start the same way.
 // Its description is written to <dir>/state.json (pids to stop) and
 // <dir>/env (shell exports for users and scripts).
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ControlPlane } from "./controlplane.ts";
 import { ensureMariaDB, type MariaDBEndpoint } from "./mariadb.ts";
@@ -156,4 +156,19 @@ export async function startEnvironment(opts: { dir: string; detached: boolean; n
       await stopRecorded(opts.dir);
     },
   };
+}
+
+/**
+ * Stops the environments under `root` whose runner died (folders named
+ * `run-<pid>` whose pid is gone) and removes them, so a crashed test or
+ * benchmark run never blocks or leaks into the next one.
+ */
+export async function stopAbandonedRuns(root: string): Promise<void> {
+  if (!existsSync(root)) return;
+  for (const entry of readdirSync(root)) {
+    const m = /^run-(\d+)$/.exec(entry);
+    if (!m || isAlive(Number(m[1]))) continue;
+    await stopRecorded(join(root, entry));
+    rmSync(join(root, entry), { recursive: true, force: true });
+  }
 }

@@ -7,6 +7,7 @@ export {
   localBin,
   readState,
   startEnvironment,
+  stopAbandonedRuns,
   stopRecorded,
   type EnvironmentHandle,
   type EnvironmentInfo,

@@ -15,30 +15,14 @@ import {
   type V1CustomResourceDefinition,
 } from "@kubernetes/client-node";
 import { createHash, randomBytes } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { kubernetesVersion, s3Client } from "../harness/index.ts";
+import { waitFor } from "../support/wait.ts";
 
 const env = inject("environment");
 const kc = new KubeConfig();
 kc.loadFromFile(env.kubeconfig);
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < until) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(200);
-  }
-  const reason = last instanceof Error ? `: ${last.message}` : "";
-  throw new Error(`timed out waiting for ${what}${reason}`);
-}
 
 describe("kube-apiserver", () => {
   it("reports the pinned Kubernetes version and has Ready KWOK nodes", async () => {

@@ -12,40 +12,26 @@ import {
   addFinalizer,
   isBeingDeleted,
   removeFinalizer,
-  type BackgroundTasks,
-  type Cache,
-  type EventRecorder,
-  type KubeClient,
   type ReconcileContext,
   type Reconciler,
   type Request,
   type Result,
 } from "@stateward/core";
-import { MySQLInstanceKind, type MySQLConnector, type MySQLInstance, type SecretReader } from "@stateward/mysql";
+import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, type MySQLBackup } from "../api.ts";
 import { runBackup } from "../engine/index.ts";
 import { BucketClient, deleteBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure } from "./failures.ts";
-import type { OperationSlots } from "./slots.ts";
+import { now, recordPending, type OperationDeps } from "./operation.ts";
 import { writeRunStatus } from "./run-status.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
 
 export const BACKUP_FINALIZER = "stateward.io/delete-stored-backup";
 const RT = MySQLBackupKind.resource;
 
-export interface BackupReconcilerDeps {
-  client: KubeClient;
-  cache: Cache;
-  events: EventRecorder;
-  tasks: BackgroundTasks;
-  slots: OperationSlots;
-  connector: MySQLConnector;
-  secrets: SecretReader;
-  identity: string;
-}
+export type BackupReconcilerDeps = OperationDeps;
 
-const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 
 export class BackupReconciler implements Reconciler {
   private readonly d: BackupReconcilerDeps;
@@ -86,11 +72,11 @@ export class BackupReconciler implements Reconciler {
 
     const instance = this.d.cache.get<MySQLInstance>(MySQLInstanceKind.resource, ns, backup.spec.instanceRef.name);
     if (!instance) {
-      await this.pending(current, "InstanceNotFound", `MySQLInstance ${backup.spec.instanceRef.name} not found in namespace ${ns}`);
+      await recordPending(this.d.client, RT, current, "InstanceNotFound", `MySQLInstance ${backup.spec.instanceRef.name} not found in namespace ${ns}`);
       return { requeueAfter: 30_000 };
     }
     if (!this.d.slots.tryAcquire(key)) {
-      await this.pending(current, "WaitingForSlot", `Waiting: ${this.d.slots.limit} backups and restores already run in this manager`);
+      await recordPending(this.d.client, RT, current, "WaitingForSlot", `Waiting: ${this.d.slots.limit} backups and restores already run in this manager`);
       return { requeueAfter: 5_000 };
     }
     let started = false;
@@ -141,7 +127,7 @@ export class BackupReconciler implements Reconciler {
       return undefined;
     } catch (err) {
       const f = describeFailure(err);
-      await this.pending(current, f.reason, f.message);
+      await recordPending(this.d.client, RT, current, f.reason, f.message);
       await this.d.events.record(current, "Warning", f.reason, f.message);
       // The original error is not attached as `cause`: driver errors can carry SQL text; the message is the cleaned description.
       // eslint-disable-next-line preserve-caught-error
@@ -151,11 +137,6 @@ export class BackupReconciler implements Reconciler {
     }
   }
 
-  private async pending(backup: MySQLBackup, reason: string, message: string): Promise<void> {
-    const c = backup.status?.conditions?.find((x) => x.type === "Ready");
-    if (backup.status?.phase === "Pending" && c?.reason === reason && c.message === message) return;
-    await writeRunStatus(this.d.client, RT, backup.metadata.namespace ?? "", backup.metadata.name ?? "", { phase: "Pending" }, { status: "False", reason, message });
-  }
 
   private async markInterrupted(backup: MySQLBackup, ctx: ReconcileContext): Promise<void> {
     const ns = backup.metadata.namespace ?? "";

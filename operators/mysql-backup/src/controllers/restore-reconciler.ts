@@ -2,38 +2,24 @@
 // The source is a Completed MySQLBackup (its location and storage settings)
 // or an S3 location given directly: a backup folder or a single dump file.
 import {
-  type BackgroundTasks,
-  type Cache,
-  type EventRecorder,
-  type KubeClient,
   type ReconcileContext,
   type Reconciler,
   type Request,
   type Result,
 } from "@stateward/core";
-import { MySQLInstanceKind, type MySQLConnector, type MySQLInstance, type SecretReader } from "@stateward/mysql";
+import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "../api.ts";
 import { locateRestoreSource, runRestore, type RestoreSource } from "../restore/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure } from "./failures.ts";
+import { now, recordPending, type OperationDeps } from "./operation.ts";
 import { writeRunStatus } from "./run-status.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
-import type { OperationSlots } from "./slots.ts";
 
 const RT = MySQLRestoreKind.resource;
 
-export interface RestoreReconcilerDeps {
-  client: KubeClient;
-  cache: Cache;
-  events: EventRecorder;
-  tasks: BackgroundTasks;
-  slots: OperationSlots;
-  connector: MySQLConnector;
-  secrets: SecretReader;
-  identity: string;
-}
+export type RestoreReconcilerDeps = OperationDeps;
 
-const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
 
 class NotReady extends Error {
   readonly reason: string;
@@ -70,11 +56,11 @@ export class RestoreReconciler implements Reconciler {
 
     const instance = this.d.cache.get<MySQLInstance>(MySQLInstanceKind.resource, ns, restore.spec.instanceRef.name);
     if (!instance) {
-      await this.pending(restore, "InstanceNotFound", `MySQLInstance ${restore.spec.instanceRef.name} not found in namespace ${ns}`);
+      await recordPending(this.d.client, RT, restore, "InstanceNotFound", `MySQLInstance ${restore.spec.instanceRef.name} not found in namespace ${ns}`);
       return { requeueAfter: 30_000 };
     }
     if (!this.d.slots.tryAcquire(key)) {
-      await this.pending(restore, "WaitingForSlot", `Waiting: ${this.d.slots.limit} backups and restores already run in this manager`);
+      await recordPending(this.d.client, RT, restore, "WaitingForSlot", `Waiting: ${this.d.slots.limit} backups and restores already run in this manager`);
       return { requeueAfter: 5_000 };
     }
     let started = false;
@@ -107,7 +93,7 @@ export class RestoreReconciler implements Reconciler {
       return undefined;
     } catch (err) {
       const f = err instanceof NotReady ? { reason: err.reason, message: err.message } : describeFailure(err);
-      await this.pending(restore, f.reason, f.message);
+      await recordPending(this.d.client, RT, restore, f.reason, f.message);
       await this.d.events.record(restore, "Warning", f.reason, f.message);
       if (err instanceof NotReady) return { requeueAfter: 15_000 };
       // The original error is not attached as `cause`: driver errors can carry SQL text; the message is the cleaned description.
@@ -137,9 +123,4 @@ export class RestoreReconciler implements Reconciler {
     return { source, description: `s3://${s3.bucket}/${s3spec.path}` };
   }
 
-  private async pending(restore: MySQLRestore, reason: string, message: string): Promise<void> {
-    const c = restore.status?.conditions?.find((x) => x.type === "Ready");
-    if (restore.status?.phase === "Pending" && c?.reason === reason && c.message === message) return;
-    await writeRunStatus(this.d.client, RT, restore.metadata.namespace ?? "", restore.metadata.name ?? "", { phase: "Pending" }, { status: "False", reason, message });
-  }
 }

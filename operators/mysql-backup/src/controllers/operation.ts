@@ -1,0 +1,27 @@
+// What backups and restores share: their dependencies, timestamps, and the
+// Pending state they wait in (written only when its reason or message changes).
+import type { BackgroundTasks, Cache, EventRecorder, KubeClient, KubeObject, ResourceType } from "@stateward/core";
+import type { MySQLConnector, SecretReader } from "@stateward/mysql";
+import { writeRunStatus, type RunStatus } from "./run-status.ts";
+import type { OperationSlots } from "./slots.ts";
+
+export interface OperationDeps {
+  client: KubeClient;
+  cache: Cache;
+  events: EventRecorder;
+  tasks: BackgroundTasks;
+  slots: OperationSlots;
+  connector: MySQLConnector;
+  secrets: SecretReader;
+  /** This manager's identity, recorded as status.startedBy. */
+  identity: string;
+}
+
+/** Now, as Kubernetes timestamps are written (seconds). */
+export const now = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+
+export async function recordPending(client: KubeClient, rt: ResourceType, obj: KubeObject & { status?: RunStatus }, reason: string, message: string): Promise<void> {
+  const c = obj.status?.conditions?.find((x) => x.type === "Ready");
+  if (obj.status?.phase === "Pending" && c?.reason === reason && c.message === message) return;
+  await writeRunStatus(client, rt, obj.metadata.namespace ?? "", obj.metadata.name ?? "", { phase: "Pending" }, { status: "False", reason, message });
+}
