@@ -6,7 +6,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { repoRoot, startEnvironment, stopAbandonedRuns, type EnvironmentInfo } from "./harness/index.ts";
+import { repoRoot, startEnvironment, stopAbandonedRuns, stopStrayServers, type EnvironmentInfo } from "./harness/index.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -23,6 +23,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("environment", env.info);
   return async () => {
     await env.stop();
+    await stopStrayServers(dir);
     rmSync(dir, { recursive: true, force: true });
   };
 }

@@ -69,6 +69,27 @@ export async function stopRecorded(dir: string): Promise<string[]> {
   return ours.map((p) => `${p.name} (pid ${p.pid})`);
 }
 
+/**
+ * Stops mariadbd servers a test started under `dir` beyond the recorded ones
+ * (one per pod of a MySQLCluster test), found by their pid files; a pid is
+ * only signalled when its command line names that pid file.
+ */
+export async function stopStrayServers(dir: string): Promise<void> {
+  const pidFiles = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith("mariadbd.pid")).map((f) => join(dir, f));
+  await Promise.all(
+    pidFiles.map(async (file) => {
+      const pid = Number(readFileSync(file, "utf8").trim());
+      let cmdline: string;
+      try {
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      } catch {
+        return; // not running
+      }
+      if (cmdline.includes(file)) await stopPid(pid, 30_000);
+    }),
+  );
+}
+
 /** All recorded processes still alive? */
 export function isRunning(dir: string): boolean {
   const state = readState(dir);
@@ -169,6 +190,7 @@ export async function stopAbandonedRuns(root: string): Promise<void> {
     const m = /^run-(\d+)$/.exec(entry);
     if (!m || isAlive(Number(m[1]))) continue;
     await stopRecorded(join(root, entry));
+    await stopStrayServers(join(root, entry));
     rmSync(join(root, entry), { recursive: true, force: true });
   }
 }

@@ -8,6 +8,7 @@ export {
   readState,
   startEnvironment,
   stopAbandonedRuns,
+  stopStrayServers,
   stopRecorded,
   type EnvironmentHandle,
   type EnvironmentInfo,

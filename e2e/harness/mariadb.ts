@@ -41,6 +41,8 @@ export interface MariaDBInstanceOptions {
   args?: string[];
   /** Root password to set; defaults to empty. */
   rootPassword?: string;
+  /** An option file read instead of none (as a container reads its my.cnf); command-line options still win. */
+  defaultsFile?: string;
 }
 
 /**
@@ -65,7 +67,7 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
     name: `mariadbd:${port}`,
     command: "mariadbd",
     args: [
-      "--no-defaults", `--datadir=${datadir}`, `--port=${port}`, "--bind-address=127.0.0.1",
+      opts.defaultsFile ? `--defaults-file=${opts.defaultsFile}` : "--no-defaults", `--datadir=${datadir}`, `--port=${port}`, "--bind-address=127.0.0.1",
       `--socket=${socket}`, `--pid-file=${join(opts.dir, "mariadbd.pid")}`, `--log-error=${logFile}`,
       "--user=root", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=48M",
       "--skip-name-resolve", ...(opts.args ?? []),
@@ -85,7 +87,11 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
   // install-db creates root@localhost only; tests connect over TCP from 127.0.0.1.
   const conn = await viaSocket();
   const password = opts.rootPassword ?? "";
+  // Set-up is not data: kept out of the binary log, as the official image's entrypoint does, so replicas never receive it.
+  await conn.query("SET SESSION sql_log_bin = 0");
   await conn.query("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ?", [password]);
+  // install-db may have made the account already (without a password): set it either way.
+  await conn.query("ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY ?", [password]);
   await conn.query("GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION");
   await conn.end();
   return { host: "127.0.0.1", port, user: "root", password, pid: proc.pid, logFile };

@@ -52,6 +52,18 @@ export interface KindOptions<Group extends string, Version extends string, Kind 
   description: string;
   /** CEL rules on the whole object (`self.spec`, `self.metadata.name`, …). */
   validations?: readonly ValidationRule[];
+  /** The `scale` subresource, so `kubectl scale` and autoscalers work on the kind. */
+  scale?: ScaleSubresource;
+}
+
+/** JSON paths of the `scale` subresource (see the CRD documentation). */
+export interface ScaleSubresource {
+  /** e.g. `.spec.replicas` */
+  specReplicasPath: string;
+  /** e.g. `.status.replicas` */
+  statusReplicasPath: string;
+  /** e.g. `.status.selector`: a string label selector, needed by the HorizontalPodAutoscaler. */
+  labelSelectorPath?: string;
 }
 
 /**
@@ -119,7 +131,7 @@ export interface CrdManifest {
       served: boolean;
       storage: boolean;
       schema: { openAPIV3Schema: JsonSchemaProps };
-      subresources: { status: Record<string, never> };
+      subresources: { status: Record<string, never>; scale?: ScaleSubresource };
       additionalPrinterColumns: PrinterColumn[];
     }[];
   };
@@ -272,7 +284,7 @@ export function defineKind<
           served: true,
           storage: true,
           schema: { openAPIV3Schema },
-          subresources: { status: {} },
+          subresources: options.scale ? { status: {}, scale: { ...options.scale } } : { status: {} },
           additionalPrinterColumns: printerColumns,
         },
       ],

@@ -48,6 +48,7 @@ export type {
   PrinterColumn,
   PrinterColumnType,
   ResourceInfo,
+  ScaleSubresource,
   Scope,
   SpecOf,
   StatusOf,

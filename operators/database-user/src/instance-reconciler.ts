@@ -4,7 +4,7 @@
 import type { Cache, EventRecorder, KubeClient, ReconcileContext, Reconciler, Request, Result } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLConnector, type MySQLInstance } from "@stateward/mysql";
 import { toFailure } from "./failures.ts";
-import { writeStatus } from "./status.ts";
+import { writeStatus } from "@stateward/core";
 
 export interface MySQLInstanceReconcilerOptions {
   /** How often a reachable instance is checked again. Defaults to 60 s. */

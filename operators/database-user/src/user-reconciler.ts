@@ -52,7 +52,7 @@ import { actualGrants, changeStatements, describeChange, desiredGrants, diffGran
 import { USER_BY_ACCOUNT, mysqlUserName, userAccount } from "./indexes.ts";
 import { jitter } from "./instance-reconciler.ts";
 import { nativePasswordHash, passwordFingerprint } from "./password.ts";
-import { writeStatus } from "./status.ts";
+import { writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
 
 /** On DatabaseUsers whose account is dropped on delete (deletionPolicy: Delete). */

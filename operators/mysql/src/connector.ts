@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import mysql from "mysql2/promise";
 import type { Pool, PoolConnection, RowDataPacket } from "mysql2/promise";
 import type { Logger } from "@stateward/core";
+import { directAddresses, type ServerAddressResolver } from "./addresses.ts";
 import { poolOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 import { MySQLError, isDriverError, toMySQLError } from "./errors.ts";
 import { detectServer, type ServerInfo } from "./flavor.ts";
@@ -21,6 +22,8 @@ export interface ConnectorOptions extends PoolTuning {
   retireAfterMs?: number;
   /** Called after every statement (tests and benchmarks count them). */
   onStatement?: (o: StatementObservation) => void;
+  /** Where an instance's host and port are reached. Defaults to as written. */
+  addresses?: ServerAddressResolver;
 }
 
 /** One statement run through a pool. */
@@ -256,7 +259,8 @@ export class MySQLConnector {
       if (caSecret === undefined) throw new MissingSecretError("SecretNotFound", `CA Secret ${caRef.name} not found in namespace ${namespace}`);
       ca = secretValue(caSecret, caRef.key ?? "ca.crt");
     }
-    return { host: spec.host, port: spec.port ?? 3306, user, password, tlsMode, ca };
+    const { host, port } = await (this.opts.addresses ?? directAddresses).resolve({ host: spec.host, port: spec.port ?? 3306 });
+    return { host, port, user, password, tlsMode, ca };
   }
 
   private async open(key: string, settings: ConnectionSettings): Promise<InstanceConnection> {

@@ -1,6 +1,7 @@
 // Public surface of @stateward/mysql: what the MySQL operators share — the
 // MySQLInstance kind, the per-instance connection pools, identifier quoting,
 // flavor detection, the privilege catalogue and the SHOW GRANTS parser.
+export { directAddresses, type ServerAddress, type ServerAddressResolver } from "./addresses.ts";
 export { poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 export { InstanceConnection, MySQLConnector, type ConnectError, type ConnectorOptions, type SqlValue, type StatementObservation } from "./connector.ts";
 export { MySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";
@@ -45,3 +46,4 @@ export {
 export { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
 export { MySQLTokens, bindMySQLServices, registerInstanceInformer } from "./services.ts";
 export { ShowGrantsParseError, parseGrantLine, parseShowGrants, type ObjectGrant, type OtherGrant, type ParsedGrant } from "./show-grants.ts";
+export { dumpedColumns, insertPrefix, rowExpression, valueEncoding, valueExpression, type ColumnInfo, type ValueEncoding } from "./row-format.ts";

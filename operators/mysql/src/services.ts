@@ -4,6 +4,7 @@
 // share one connector, and thus one connection pool per instance.
 import { Tokens, type Cache, type KubeClient, type Logger, type ManagerSettings } from "@stateward/core";
 import type { ContainerModuleLoadOptions } from "inversify";
+import { directAddresses, type ServerAddressResolver } from "./addresses.ts";
 import { MySQLConnector, type ConnectorOptions } from "./connector.ts";
 import { MySQLInstanceKind } from "./instance-api.ts";
 import { SecretReader } from "./secrets.ts";
@@ -13,6 +14,8 @@ export const MySQLTokens = {
   Connector: Symbol.for("stateward.mysql.MySQLConnector"),
   /** SecretReader: referenced Secrets, from the cache or the API server. */
   SecretReader: Symbol.for("stateward.mysql.SecretReader"),
+  /** ServerAddressResolver: where a host and port are reached (a test binds its own first). */
+  ServerAddresses: Symbol.for("stateward.mysql.ServerAddresses"),
 } as const;
 
 /**
@@ -27,9 +30,15 @@ export function bindMySQLServices(container: Pick<ContainerModuleLoadOptions, "b
       [Tokens.KubeClient, Tokens.Cache],
     );
   }
+  if (!isBound(MySQLTokens.ServerAddresses)) {
+    bind<ServerAddressResolver>(MySQLTokens.ServerAddresses).toConstantValue(directAddresses);
+  }
   if (!isBound(MySQLTokens.Connector)) {
     bind<MySQLConnector>(MySQLTokens.Connector)
-      .toResolvedValue((secrets: SecretReader, logger: Logger) => new MySQLConnector(secrets, logger, options), [MySQLTokens.SecretReader, Tokens.Logger])
+      .toResolvedValue(
+        (secrets: SecretReader, logger: Logger, addresses: ServerAddressResolver) => new MySQLConnector(secrets, logger, { addresses, ...options }),
+        [MySQLTokens.SecretReader, Tokens.Logger, MySQLTokens.ServerAddresses],
+      )
       // Runs when the container unbinds the connector; see MySQLConnector.close.
       .onDeactivation((connector) => connector.close());
   }

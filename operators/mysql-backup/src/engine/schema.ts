@@ -11,7 +11,7 @@
 // bodies of routines, triggers and events sit between DELIMITER lines.
 import { BackupError } from "./errors.ts";
 import type { MySQLSession } from "./connection.ts";
-import type { ColumnInfo } from "./row-format.ts";
+import type { ColumnInfo } from "@stateward/mysql";
 import { charsetName, qualifiedName, quoteIdentifier, stringLiteral } from "./sql.ts";
 
 /** Databases that belong to the server itself; never part of a backup. */

@@ -1,6 +1,7 @@
 // How rows become SQL. The server formats each row into one `(v1,v2,…)` tuple
 // (SELECT CONCAT(...)): formatting values one by one in JavaScript is what
 // made an earlier experiment 0.6× as fast as mariadb-dump (../shared/PERF-NOTES.md).
+// Shared: the backup engine dumps with it, the cluster operator seeds replicas.
 // The client only joins tuples into multi-row INSERT statements.
 //
 // Each column type gets the expression that round-trips it exactly:
@@ -16,7 +17,7 @@
 //                             time zone at +00:00), INET6, UUID
 // NULL becomes the word NULL. The whole CONCAT is a binary string, so no
 // character set conversion happens on the way to the client.
-import { quoteIdentifier } from "./sql.ts";
+import { quoteIdentifier } from "./identifiers.ts";
 
 export interface ColumnInfo {
   name: string;
