@@ -3,9 +3,10 @@
 import type { OperatorModule } from "@stateward/core";
 import { databaseUserOperator } from "@stateward/operator-database-user";
 import { mysqlBackupOperator } from "@stateward/operator-mysql-backup";
+import { mysqlClusterOperator } from "@stateward/operator-mysql-cluster";
 
 /** Every available operator, in a stable order. */
-export const availableOperators: OperatorModule[] = [databaseUserOperator, mysqlBackupOperator];
+export const availableOperators: OperatorModule[] = [databaseUserOperator, mysqlBackupOperator, mysqlClusterOperator];
 
 export function selectOperators(names: string[] | undefined): OperatorModule[] {
   if (!names || names.length === 0) return availableOperators;

@@ -1,0 +1,157 @@
+// What a kubelet and a storage provisioner would do for a MySQLCluster's pods,
+// on a machine without a container runtime. KWOK makes the pods Running; this
+// gives each one a real server: a local mariadbd started from the cluster's
+// ConfigMap (the my.cnf the init container would copy, plus the pod's server
+// id) with the root password of the Secret its container's environment names
+// — as the official image's entrypoint would. It also binds each pending
+// PersistentVolumeClaim to a PersistentVolume made for it, and answers the
+// operators' ServerAddressResolver: a pod's DNS name (and the primary
+// Service's, which follows the role label) maps to its local server.
+//
+// A server outlives its pod, like the data on a volume: a pod removed by
+// scale-in leaves its server running (the tests look at it), and a pod coming
+// back with the same name gets the same server.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { builtin, isAlreadyExists, isNotFound, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
+import type { ServerAddress, ServerAddressResolver } from "@stateward/mysql";
+import { MY_CNF_KEY, ROLE_LABEL, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
+import { startMariaDB, stopMariaDB, type MariaDBEndpoint } from "../harness/index.ts";
+
+const PV = resourceType("v1", "PersistentVolume", "persistentvolumes", false);
+
+interface Pod extends KubeObject {
+  spec: { nodeName?: string; containers: { name: string; env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] };
+}
+
+interface Claim extends KubeObject {
+  spec: { volumeName?: string; storageClassName?: string; accessModes?: string[]; resources?: { requests?: { storage?: string } } };
+}
+
+export interface LocalServer extends MariaDBEndpoint {
+  pid: number;
+  pod: string;
+}
+
+export class LocalPodServers implements ServerAddressResolver {
+  private readonly client: KubeClient;
+  private readonly dir: string;
+  private readonly namespace: string;
+  private readonly servers = new Map<string, Promise<LocalServer>>();
+  private readonly volumes = new Set<string>();
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  /** Failures starting a server, by pod: a test asserts there are none. */
+  readonly failures = new Map<string, string>();
+
+  constructor(client: KubeClient, dir: string, namespace: string) {
+    this.client = client;
+    this.dir = dir;
+    this.namespace = namespace;
+  }
+
+  start(): this {
+    this.loop = (async () => {
+      while (!this.stopped) {
+        await this.tick().catch(() => undefined);
+        await sleep(300);
+      }
+    })();
+    return this;
+  }
+
+  /** The server of a pod, once started. */
+  async server(pod: string): Promise<LocalServer | undefined> {
+    return this.servers.get(pod);
+  }
+
+  async resolve(address: ServerAddress): Promise<ServerAddress> {
+    const suffix = `.${this.namespace}.svc.cluster.local`;
+    if (!address.host.endsWith(suffix)) return address;
+    const [first, second] = address.host.slice(0, -suffix.length).split(".");
+    let pod: string | undefined;
+    if (second !== undefined && second.endsWith("-headless")) pod = first;
+    else if (second === undefined && first?.endsWith("-primary")) {
+      const cluster = first.slice(0, -"-primary".length);
+      const pods = await this.client.list<Pod>(builtin.pod, { namespace: this.namespace, labelSelector: `app.kubernetes.io/instance=${cluster},${ROLE_LABEL}=primary` });
+      pod = pods.items[0]?.metadata.name;
+    }
+    const server = pod === undefined ? undefined : await this.servers.get(pod)?.catch(() => undefined);
+    // Not started (yet): an address nothing listens on, so connecting fails as it would in a cluster.
+    return server ? { host: server.host, port: server.port } : { host: "127.0.0.1", port: 9 };
+  }
+
+  private async tick(): Promise<void> {
+    const claims = await this.client.list<Claim>(builtin.persistentVolumeClaim, { namespace: this.namespace });
+    for (const claim of claims.items) {
+      const name = claim.metadata.name ?? "";
+      if (claim.spec.volumeName || this.volumes.has(name)) continue;
+      await this.provision(claim);
+      this.volumes.add(name);
+    }
+    const pods = await this.client.list<Pod>(builtin.pod, { namespace: this.namespace, labelSelector: "app.kubernetes.io/name=mysql-cluster" });
+    for (const pod of pods.items) {
+      const name = pod.metadata.name ?? "";
+      if (!pod.spec.nodeName || pod.metadata.deletionTimestamp || this.servers.has(name)) continue;
+      const started = this.startServer(pod);
+      this.servers.set(name, started);
+      started.catch((err: unknown) => {
+        this.failures.set(name, err instanceof Error ? err.message : String(err));
+        this.servers.delete(name);
+      });
+    }
+  }
+
+  private async provision(claim: Claim): Promise<void> {
+    const name = `${this.namespace}-${claim.metadata.name ?? ""}`;
+    try {
+      await this.client.create(PV, {
+        apiVersion: "v1",
+        kind: "PersistentVolume",
+        metadata: { name, labels: { "stateward.io/test-namespace": this.namespace } },
+        spec: {
+          capacity: { storage: claim.spec.resources?.requests?.storage ?? "1Gi" },
+          accessModes: claim.spec.accessModes ?? ["ReadWriteOnce"],
+          persistentVolumeReclaimPolicy: "Delete",
+          storageClassName: claim.spec.storageClassName ?? "",
+          hostPath: { path: join(this.dir, "volumes", name) },
+          claimRef: { namespace: this.namespace, name: claim.metadata.name },
+        },
+      } as KubeObject);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+  }
+
+  private async startServer(pod: Pod): Promise<LocalServer> {
+    const name = pod.metadata.name ?? "";
+    const cluster = pod.metadata.labels?.["app.kubernetes.io/instance"] ?? "";
+    const ordinal = Number(name.slice(cluster.length + 1));
+    const cm = await this.client.get<KubeObject & { data?: Record<string, string> }>(builtin.configMap, this.namespace, clusterNames(cluster).configMap);
+    const ref = pod.spec.containers[0]?.env?.find((e) => e.name.endsWith("_ROOT_PASSWORD"))?.valueFrom?.secretKeyRef;
+    if (!ref) throw new Error(`pod ${name} has no root password in its environment`);
+    const secret = await this.client.get<KubeObject & { data?: Record<string, string> }>(builtin.secret, this.namespace, ref.name);
+    const password = Buffer.from(secret.data?.[ref.key] ?? "", "base64").toString("utf8");
+    const dir = join(this.dir, "servers", this.namespace, name);
+    mkdirSync(dir, { recursive: true });
+    const defaultsFile = join(dir, "my.cnf");
+    // What the init container writes: the cluster's my.cnf and the pod's server id.
+    writeFileSync(defaultsFile, `${cm.data?.[MY_CNF_KEY] ?? ""}\n[mysqld]\nserver_id = ${SERVER_ID_BASE + ordinal}\n`);
+    const ep = await startMariaDB({ dir, rootPassword: password, defaultsFile });
+    return { ...ep, pod: name };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    const servers = await Promise.all([...this.servers.values()].map((s) => s.catch(() => undefined)));
+    for (const s of servers) if (s) await stopMariaDB(s);
+    const volumes = await this.client.list(PV, { labelSelector: `stateward.io/test-namespace=${this.namespace}` }).catch(() => ({ items: [] }));
+    for (const pv of volumes.items) {
+      await this.client.delete(PV, undefined, pv.metadata.name ?? "").catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
+    }
+  }
+}

@@ -1,0 +1,201 @@
+// MySQLCluster: a replicated MySQL or MariaDB deployment — one primary and
+// asynchronous GTID replicas in a StatefulSet — declared as one resource.
+import {
+  QUANTITY_PATTERN,
+  array,
+  boolean,
+  conditionsSchema,
+  defineKind,
+  integer,
+  map,
+  object,
+  optional,
+  string,
+  stringEnum,
+  type ObjectOf,
+} from "@stateward/core";
+import { FLAVORS, objectNameField, secretKeyField } from "@stateward/mysql";
+import { OPERATOR_OWNED_SETTINGS, SETTING_NAME_PATTERN, SETTING_VALUE_PATTERN } from "./config/my-cnf.ts";
+
+/** The most members a cluster may have: one primary and up to eight replicas. */
+export const MAX_REPLICAS = 9;
+
+const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(", ")}]`;
+
+const quantityField = (description: string) => optional(string(description, { pattern: QUANTITY_PATTERN, maxLength: 64 }));
+
+const computeResources = object(
+  {
+    cpu: quantityField("CPU, e.g. 500m or 2."),
+    memory: quantityField("Memory, e.g. 1Gi."),
+  },
+  "CPU and memory.",
+);
+
+export const MEMBER_ROLES = ["primary", "replica"] as const;
+export const CLUSTER_PHASES = ["Pending", "Provisioning", "Scaling", "Running", "Degraded", "Failed"] as const;
+export const SECRET_DELETION_POLICIES = ["Retain", "Delete"] as const;
+
+export const MySQLClusterKind = defineKind({
+  group: "stateward.io",
+  version: "v1alpha1",
+  kind: "MySQLCluster",
+  plural: "mysqlclusters",
+  shortNames: ["myc"],
+  scope: "Namespaced",
+  description:
+    "A replicated MySQL or MariaDB deployment: a primary and asynchronous GTID replicas in a StatefulSet, with Services for the primary " +
+    "and the replicas. The operator also publishes a MySQLInstance named after the cluster, pointing at the primary, so DatabaseUser and " +
+    "MySQLBackup objects work on the cluster unchanged.",
+  spec: object(
+    {
+      replicas: optional(
+        integer(`Number of servers: the primary plus replicas (1 to ${MAX_REPLICAS}). Scaling in removes the highest ordinals after stopping their replication; their volumes are kept.`, {
+          minimum: 1,
+          maximum: MAX_REPLICAS,
+          default: 3,
+        }),
+      ),
+      image: optional(
+        string("Container image of the server: an official mariadb or mysql image, or one compatible with it (same entrypoint and environment variables).", {
+          minLength: 1,
+          maxLength: 512,
+          pattern: "^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$",
+          default: "mariadb:11.4",
+        }),
+      ),
+      resources: optional(
+        object(
+          {
+            requests: optional(computeResources),
+            limits: optional(computeResources),
+          },
+          "CPU and memory of each server's container.",
+        ),
+      ),
+      storage: object(
+        {
+          size: string("Size of each server's data volume, e.g. 10Gi. It may grow (when the storage class allows expansion) but never shrink.", {
+            pattern: QUANTITY_PATTERN,
+            maxLength: 64,
+            validations: [{ rule: "isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", message: "size must be a positive quantity, e.g. 10Gi" }],
+          }),
+          storageClassName: optional(
+            string("Storage class of the data volumes; the cluster's default class when absent. Cannot be changed later.", { minLength: 1, maxLength: 253 }),
+          ),
+        },
+        "The data volume of each server (a PersistentVolumeClaim per pod).",
+        {
+          validations: [
+            {
+              rule: "quantity(self.size).compareTo(quantity(oldSelf.size)) >= 0",
+              message: "storage.size cannot shrink: a volume cannot be made smaller without losing data",
+              fieldPath: ".size",
+            },
+            {
+              rule: "has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",
+              message: "storage.storageClassName cannot be changed: existing volumes keep their class",
+              fieldPath: ".storageClassName",
+            },
+          ],
+        },
+      ),
+      config: optional(
+        map(
+          string("The setting's value as it would appear after = in my.cnf (one line).", { maxLength: 1024, pattern: SETTING_VALUE_PATTERN }),
+          "Server settings (my.cnf, [mysqld] section), merged over the operator's safe defaults, e.g. max_connections: \"500\". " +
+            "Names use _ or -. Settings the operator manages (server_id, read_only, log_bin, GTID and replication settings, paths and ports) are refused. " +
+            "A name the server does not know is reported on the cluster and not applied; prefix it with loose- to pass it anyway.",
+          {
+            maxProperties: 100,
+            validations: [
+              { rule: `self.all(k, k.matches('${SETTING_NAME_PATTERN}'))`, message: "config names are letters, digits, _ and -, starting with a letter (e.g. max_connections)" },
+              {
+                rule: `self.all(k, !(k.replace('-', '_').lowerAscii() in ${celList(OPERATOR_OWNED_SETTINGS)}))`,
+                message: `config may not set what the operator manages: ${OPERATOR_OWNED_SETTINGS.join(", ")}`,
+              },
+            ],
+          },
+        ),
+      ),
+      rootPasswordSecretRef: optional(
+        object(
+          {
+            name: objectNameField("Name of a Secret in the same namespace. It must hold the root password, and username: root (the published MySQLInstance reads both)."),
+            key: secretKeyField("Key of the Secret's data holding the root password.", "password"),
+          },
+          "The root account's password. When absent the operator generates a Secret <cluster>-root (never overwritten afterwards).",
+        ),
+      ),
+      secretDeletionPolicy: optional(
+        stringEnum(SECRET_DELETION_POLICIES, "What happens to the Secrets the operator generated (root and replication passwords) when the cluster is deleted: Retain keeps them, so volumes kept from the cluster can still be opened; Delete removes them with the cluster. A Secret given in rootPasswordSecretRef is never deleted.", {
+          default: "Retain",
+        }),
+      ),
+      updateStrategy: optional(
+        object(
+          {
+            maxLagSeconds: optional(
+              integer("A replica counts as caught up (Ready) when its replication threads run and it is at most this many seconds behind the primary.", {
+                minimum: 0,
+                maximum: 86_400,
+                default: 30,
+              }),
+            ),
+          },
+          "How the operator judges and changes the servers.",
+          { default: {} },
+        ),
+      ),
+    },
+    "The desired cluster.",
+  ),
+  status: object(
+    {
+      observedGeneration: optional(integer("The metadata.generation the status was computed for.")),
+      conditions: optional(conditionsSchema()),
+      phase: optional(stringEnum(CLUSTER_PHASES, "Pending (waiting for something the user must provide), Provisioning (first servers starting), Scaling (servers being added or removed), Running (every server Ready), Degraded (some server not Ready), Failed (a terminal problem; see the Ready condition).")),
+      replicas: optional(integer("Number of server pods that exist.")),
+      readyReplicas: optional(integer("Number of servers that are Ready: the primary writable, replicas replicating and caught up.")),
+      ready: optional(string("readyReplicas/replicas, for kubectl get.")),
+      selector: optional(string("Label selector of the cluster's pods (for the scale subresource).")),
+      currentPrimary: optional(string("Name of the pod that is the primary.")),
+      flavor: optional(stringEnum(FLAVORS, "MySQL or MariaDB, as detected from the primary.")),
+      serverVersion: optional(string("The primary's server version.")),
+      members: optional(
+        array(
+          object(
+            {
+              name: string("Pod name."),
+              role: stringEnum(MEMBER_ROLES, "primary or replica."),
+              ready: boolean("Whether the server is Ready: the primary writable, a replica replicating and caught up."),
+              ioThread: optional(boolean("A replica's I/O (receiver) thread is running.")),
+              sqlThread: optional(boolean("A replica's SQL (applier) thread is running.")),
+              lagSeconds: optional(integer("Seconds the replica is behind the primary, as the server reports it.")),
+              gtidExecuted: optional(string("The GTID set or position the server has executed.")),
+              message: optional(string("Why the server is not Ready, when it is not.")),
+            },
+            "One server of the cluster.",
+          ),
+          "Each server's role and replication state, by ordinal.",
+          { listType: "map", listMapKeys: ["name"] },
+        ),
+      ),
+    },
+    "The observed state of the cluster.",
+  ),
+  scale: { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" },
+  printerColumns: [
+    { name: "Ready", type: "string", jsonPath: ".status.ready" },
+    { name: "Replicas", type: "integer", jsonPath: ".spec.replicas" },
+    { name: "Primary", type: "string", jsonPath: ".status.currentPrimary" },
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+    { name: "Image", type: "string", jsonPath: ".spec.image", priority: 1 },
+    { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },
+  ],
+});
+
+export type MySQLCluster = ObjectOf<typeof MySQLClusterKind>;
+export type MySQLClusterSpec = MySQLCluster["spec"];
+export type MySQLClusterStatus = NonNullable<MySQLCluster["status"]>;
+export type MemberStatus = NonNullable<MySQLClusterStatus["members"]>[number];

@@ -1,0 +1,528 @@
+// MySQLCluster: level-based convergence of one cluster, in this order:
+//
+//   1. Secrets      the root and replication passwords (generated once when
+//                   absent, never overwritten); a missing user Secret: Pending
+//   2. config       the user's settings checked against the running primary's
+//                   variables before anything is applied; unknown: Failed
+//   3. objects      ConfigMap, Services, PDB, MySQLInstance, StatefulSet —
+//                   server-side applied, only when they differ (drift reverted)
+//   4. scale in     replication stopped on the ordinals leaving, then the
+//                   StatefulSet shrinks; the primary is never removed
+//   5. members      the primary made writable with the replication account;
+//                   each replica seeded when the primary lacks the binlogs it
+//                   needs, pointed at the primary (GTID auto-position), and
+//                   judged: Ready only when replicating and caught up
+//   6. pods         the role label (the Services follow it) and the
+//                   readiness-gate condition, when they differ
+//   7. status       members, phase, conditions; requeued while not converged,
+//                   and every 30 s after to keep replication state fresh
+import {
+  TerminalError,
+  applyIfChanged,
+  builtin,
+  isAlreadyExists,
+  isNotFound,
+  writeStatus,
+  type Cache,
+  type ConditionUpdate,
+  type EventRecorder,
+  type KubeClient,
+  type KubeObject,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "@stateward/core";
+import {
+  MissingSecretError,
+  MySQLError,
+  MySQLInstanceKind,
+  secretValue,
+  type Flavor,
+  type InstanceConnection,
+  type MySQLConnector,
+  type SecretReader,
+  type ServerAddressResolver,
+} from "@stateward/mysql";
+import { randomBytes } from "node:crypto";
+import { MySQLClusterKind, type MemberStatus, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
+import { SERVER_ID_BASE, flavorOfImage, unknownSettings } from "../config/my-cnf.ts";
+import { gtidContains } from "../replication/gtid.ts";
+import { connectMember, memberPoolName } from "../replication/members.ts";
+import { SeedError, seedReplica } from "../replication/seed.ts";
+import {
+  preparePrimary,
+  primaryHasHistoryFor,
+  readReplica,
+  readServer,
+  serverVariables,
+  setServerId,
+  startReplica,
+  stopReplica,
+  type ServerState,
+} from "../replication/server.ts";
+import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
+import {
+  configHash,
+  configMap,
+  generatedSecret,
+  headlessService,
+  podDisruptionBudget,
+  primaryService,
+  publishedInstance,
+  readOnlyService,
+  rootSecretRef,
+  statefulSet,
+} from "../resources/objects.ts";
+
+const RT = MySQLClusterKind.resource;
+/** While something is converging. */
+const CONVERGING_REQUEUE_MS = 5_000;
+/** A converged cluster is looked at again this often, to keep replication state in status fresh. */
+const STEADY_REQUEUE_MS = 30_000;
+
+export interface ClusterReconcilerDeps {
+  client: KubeClient;
+  cache: Cache;
+  events: EventRecorder;
+  connector: MySQLConnector;
+  secrets: SecretReader;
+  addresses: ServerAddressResolver;
+}
+
+interface Pod extends KubeObject {
+  spec?: { nodeName?: string };
+  status?: { phase?: string; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+
+interface StatefulSetObject extends KubeObject {
+  spec?: { replicas?: number; volumeClaimTemplates?: { apiVersion?: string; kind?: string; metadata?: { name?: string; labels?: Record<string, string> }; spec?: { resources?: { requests?: { storage?: string } } } }[] };
+}
+
+/** A member as observed in this reconcile. */
+interface Observed {
+  ordinal: number;
+  pod: Pod;
+  status: MemberStatus;
+}
+
+/** A problem the user must fix before the operator can go on: status, an Event, no retry until the object changes. */
+class ClusterProblem extends Error {
+  readonly reason: string;
+  readonly phase: "Pending" | "Failed";
+  constructor(phase: "Pending" | "Failed", reason: string, message: string) {
+    super(message);
+    this.phase = phase;
+    this.reason = reason;
+  }
+}
+
+export class ClusterReconciler implements Reconciler {
+  private readonly d: ClusterReconcilerDeps;
+  /** Config already checked against the server, per cluster uid: the check runs once per change. */
+  private readonly checkedConfig = new Map<string, string>();
+
+  constructor(deps: ClusterReconcilerDeps) {
+    this.d = deps;
+  }
+
+  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
+    const ns = req.namespace ?? "";
+    const cluster = this.d.cache.get<MySQLCluster>(RT, ns, req.name);
+    if (!cluster) {
+      // Owned objects go with the cluster (garbage collection); close the pools of its pods.
+      for (let ordinal = 0; ordinal < 16; ordinal++) this.d.connector.forget(ns, memberPoolName(req.name, ordinal));
+      return undefined;
+    }
+    if (cluster.metadata.deletionTimestamp) return undefined;
+    try {
+      return await this.converge(cluster, ctx);
+    } catch (err) {
+      if (!(err instanceof ClusterProblem)) throw err;
+      ctx.log.info("cluster cannot converge", { reason: err.reason, message: err.message });
+      await this.d.events.record(cluster, "Warning", err.reason, err.message);
+      await writeStatus(this.d.client, RT, cluster, { phase: err.phase }, { status: "False", reason: err.reason, message: err.message });
+      // A Pending cluster waits for a Secret (watched); a Failed one for an edit of the cluster.
+      if (err.phase === "Pending") return { requeueAfter: STEADY_REQUEUE_MS };
+      throw new TerminalError(err.message);
+    }
+  }
+
+  private async converge(cluster: MySQLCluster, ctx: ReconcileContext): Promise<Result> {
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    const names = clusterNames(name);
+    const desired = cluster.spec.replicas ?? 3;
+    const flavor: Flavor = cluster.status?.flavor ?? flavorOfImage(cluster.spec.image ?? "mariadb:11.4");
+
+    // 1. Secrets.
+    const replicationPassword = await this.ensureSecrets(cluster, ctx);
+
+    // 3a. Storage: the claim templates cannot change after creation; a shrink is refused.
+    const liveSts = this.d.cache.get<StatefulSetObject>(builtin.statefulSet, ns, names.statefulSet);
+    const liveTemplates = liveSts?.spec?.volumeClaimTemplates;
+    const liveSize = liveTemplates?.find((t) => t.metadata?.name === "data")?.spec?.resources?.requests?.storage;
+    if (liveSize !== undefined && compareQuantity(cluster.spec.storage.size, liveSize) < 0) {
+      throw new ClusterProblem("Failed", "StorageShrink", `storage.size ${cluster.spec.storage.size} is smaller than the volumes' ${liveSize}; volumes cannot shrink: set it back to at least ${liveSize}`);
+    }
+
+    // Pods and the primary.
+    const pods = this.pods(cluster);
+    const primaryOrdinal = ordinalOf(name, cluster.status?.currentPrimary ?? "") ?? 0;
+    const primaryPod = pods.get(primaryOrdinal);
+    let primary: InstanceConnection | undefined;
+    let primaryError: string | undefined;
+    if (primaryPod) {
+      try {
+        primary = await connectMember(this.d.connector, cluster, primaryOrdinal, primaryPod.metadata.uid ?? "");
+      } catch (err) {
+        primaryError = memberError(err);
+      }
+    }
+
+    // 2. Config, checked against the server before it is applied.
+    if (primary) await this.checkConfig(cluster, primary);
+
+    // 3b. Owned objects.
+    const cm = configMap(cluster, primary?.server.flavor ?? flavor);
+    await this.apply(builtin.configMap, cm);
+    await this.apply(builtin.service, headlessService(cluster));
+    await this.apply(builtin.service, primaryService(cluster));
+    await this.apply(builtin.service, readOnlyService(cluster));
+    await this.apply(builtin.podDisruptionBudget, podDisruptionBudget(cluster));
+    await this.apply(MySQLInstanceKind.resource, publishedInstance(cluster));
+
+    // 4. Scale in: stop replication on the leaving ordinals first.
+    const current = liveSts?.spec?.replicas ?? 0;
+    if (desired <= primaryOrdinal) {
+      throw new ClusterProblem("Failed", "WouldRemovePrimary", `replicas ${desired} would remove the primary ${podName(name, primaryOrdinal)}; keep at least ${primaryOrdinal + 1} replicas`);
+    }
+    for (let ordinal = current - 1; ordinal >= desired; ordinal--) {
+      const pod = pods.get(ordinal);
+      if (pod) await this.retire(cluster, ordinal, pod, ctx);
+    }
+    await this.apply(
+      builtin.statefulSet,
+      statefulSet(cluster, {
+        flavor: primary?.server.flavor ?? flavor,
+        replicas: desired,
+        configHash: configHash(cm),
+        ...(liveTemplates ? { liveClaimTemplates: liveTemplates.map((t) => ({ apiVersion: t.apiVersion ?? "v1", kind: t.kind ?? "PersistentVolumeClaim", metadata: { name: t.metadata?.name, labels: t.metadata?.labels }, spec: t.spec })) } : {}),
+      }),
+    );
+
+    // 5. Members.
+    const members: Observed[] = [];
+    let primaryState: ServerState | undefined;
+    if (primaryPod) {
+      const status: MemberStatus = { name: podName(name, primaryOrdinal), role: "primary", ready: false };
+      if (primary) {
+        try {
+          primaryState = await this.preparePrimary(cluster, primary, primaryOrdinal, replicationPassword, ctx);
+          status.ready = !primaryState.readOnly;
+          status.gtidExecuted = primaryState.gtidExecuted;
+        } catch (err) {
+          status.message = memberError(err);
+        }
+      } else {
+        status.message = primaryError ?? "the server is not reachable yet";
+      }
+      members.push({ ordinal: primaryOrdinal, pod: primaryPod, status });
+    }
+    for (const [ordinal, pod] of [...pods].sort(([a], [b]) => a - b)) {
+      if (ordinal === primaryOrdinal || ordinal >= desired) continue;
+      const status: MemberStatus = { name: podName(name, ordinal), role: "replica", ready: false };
+      members.push({ ordinal, pod, status });
+      if (!primary || !primaryState) {
+        status.message = "waiting for the primary";
+        continue;
+      }
+      try {
+        await this.convergeReplica(cluster, primary, primaryOrdinal, primaryState, ordinal, pod, replicationPassword, status, ctx);
+      } catch (err) {
+        if (err instanceof SeedError) status.message = `seeding failed: ${err.message}`;
+        else status.message = memberError(err);
+      }
+    }
+    members.sort((a, b) => a.ordinal - b.ordinal);
+
+    // 6. Pods: role label and readiness gate.
+    for (const m of members) await this.updatePod(m, ns);
+
+    // 7. Status.
+    return this.report(cluster, members, desired, primary, ctx);
+  }
+
+  /** The cluster's pods by ordinal (from the cache, which watches this namespace's pods). */
+  private pods(cluster: MySQLCluster): Map<number, Pod> {
+    const name = cluster.metadata.name ?? "";
+    const selector = selectorLabels(name);
+    const out = new Map<number, Pod>();
+    for (const pod of this.d.cache.list<Pod>(builtin.pod, { namespace: cluster.metadata.namespace })) {
+      const labels = pod.metadata.labels ?? {};
+      if (!Object.entries(selector).every(([k, v]) => labels[k] === v) || pod.metadata.deletionTimestamp) continue;
+      const ordinal = ordinalOf(name, pod.metadata.name ?? "");
+      if (ordinal !== undefined) out.set(ordinal, pod);
+    }
+    return out;
+  }
+
+  private async apply(rt: Parameters<typeof applyIfChanged>[1], desired: KubeObject): Promise<void> {
+    const live = this.d.cache.get(rt, desired.metadata.namespace, desired.metadata.name ?? "");
+    await applyIfChanged(this.d.client, rt, desired, live);
+  }
+
+  /** The generated Secrets exist (created once, never overwritten); returns the replication password. */
+  private async ensureSecrets(cluster: MySQLCluster, ctx: ReconcileContext): Promise<string> {
+    const ns = cluster.metadata.namespace ?? "";
+    const names = clusterNames(cluster.metadata.name ?? "");
+    const root = rootSecretRef(cluster);
+    if (cluster.spec.rootPasswordSecretRef) {
+      const secret = await this.d.secrets.read(ns, root.name);
+      if (!secret) throw new ClusterProblem("Pending", "SecretNotFound", `root password Secret ${root.name} not found in namespace ${ns}; create it with keys username (root) and ${root.key}`);
+      try {
+        secretValue(secret, root.key);
+        if (secretValue(secret, "username") !== "root") throw new MissingSecretError("SecretKeyMissing", `Secret ${root.name} must have username: root (the published MySQLInstance logs in with it)`);
+      } catch (err) {
+        if (err instanceof MissingSecretError) throw new ClusterProblem("Pending", err.reason, `${err.message}; the root password Secret needs keys username (root) and ${root.key}`);
+        throw err;
+      }
+    } else {
+      await this.ensureGenerated(cluster, root.name, () => ({ username: "root", password: newPassword() }), ctx);
+    }
+    const replication = await this.ensureGenerated(cluster, names.replicationSecret, () => ({ username: "replication", password: newPassword() }), ctx);
+    return secretValue(replication, "password");
+  }
+
+  private async ensureGenerated(cluster: MySQLCluster, name: string, generate: () => Record<string, string>, ctx: ReconcileContext) {
+    const ns = cluster.metadata.namespace ?? "";
+    const existing = await this.d.secrets.read(ns, name);
+    const wanted = generatedSecret(cluster, name, {});
+    if (existing) {
+      // Never overwritten; only whether it goes with the cluster follows secretDeletionPolicy.
+      const owned = (existing.metadata.ownerReferences ?? []).some((o) => o.uid === cluster.metadata.uid);
+      const shouldOwn = (wanted.metadata.ownerReferences ?? []).length > 0;
+      if (owned !== shouldOwn && existing.metadata.labels?.["app.kubernetes.io/managed-by"] === "stateward") {
+        const others = (existing.metadata.ownerReferences ?? []).filter((o) => o.uid !== cluster.metadata.uid);
+        await this.d.client.patch(builtin.secret, ns, name, { metadata: { ownerReferences: shouldOwn ? [...others, ...(wanted.metadata.ownerReferences ?? [])] : others, resourceVersion: existing.metadata.resourceVersion } });
+      }
+      return existing;
+    }
+    try {
+      await this.d.client.create(builtin.secret, generatedSecret(cluster, name, generate()));
+      ctx.log.info("generated a Secret", { secret: name });
+      await this.d.events.record(cluster, "Normal", "SecretGenerated", `Generated Secret ${name}`);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    const created = await this.d.secrets.read(ns, name);
+    if (!created) throw new Error(`Secret ${name} vanished right after it was created`);
+    return created;
+  }
+
+  private async checkConfig(cluster: MySQLCluster, primary: InstanceConnection): Promise<void> {
+    const config = cluster.spec.config ?? {};
+    const key = JSON.stringify(config);
+    const uid = cluster.metadata.uid ?? "";
+    if (this.checkedConfig.get(uid) === key) return;
+    if (Object.keys(config).length > 0) {
+      const unknown = unknownSettings(config, await serverVariables(primary));
+      if (unknown.length > 0) {
+        throw new ClusterProblem(
+          "Failed",
+          "InvalidConfig",
+          `config holds settings the server (${primary.server.flavor} ${primary.server.version}) does not know: ${unknown.join(", ")}; nothing was applied. Fix or remove them (or prefix with loose- to pass them anyway)`,
+        );
+      }
+    }
+    this.checkedConfig.set(uid, key);
+  }
+
+  private async preparePrimary(cluster: MySQLCluster, conn: InstanceConnection, ordinal: number, replicationPassword: string, ctx: ReconcileContext): Promise<ServerState> {
+    let state = await readServer(conn);
+    if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
+    const done = await preparePrimary(conn, state, replicationPassword);
+    if (done.length > 0) {
+      ctx.log.info("primary prepared", { pod: podName(cluster.metadata.name ?? "", ordinal), done });
+      await this.d.events.record(cluster, "Normal", "PrimaryConfigured", `${podName(cluster.metadata.name ?? "", ordinal)} is the primary: ${done.join(", ")}`);
+      state = await readServer(conn);
+    }
+    return state;
+  }
+
+  private async convergeReplica(
+    cluster: MySQLCluster,
+    primary: InstanceConnection,
+    primaryOrdinal: number,
+    primaryState: ServerState,
+    ordinal: number,
+    pod: Pod,
+    replicationPassword: string,
+    status: MemberStatus,
+    ctx: ReconcileContext,
+  ): Promise<void> {
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    const pName = podName(name, ordinal);
+    const conn = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "");
+    const source = await this.d.addresses.resolve({ host: podHost(name, ns, primaryOrdinal), port: MYSQL_PORT });
+    let replica = await readReplica(conn);
+    if (!replica.configured || replica.sourceHost !== source.host || replica.sourcePort !== source.port) {
+      const state = await readServer(conn);
+      if (!(await primaryHasHistoryFor(primary, state.replicaPosition))) {
+        if (state.userDatabases > 0) {
+          status.message = "the primary no longer has the binary logs this server needs, and the server holds data, so it cannot be seeded; delete its volume to have it seeded from scratch";
+          return;
+        }
+        await this.d.events.record(cluster, "Normal", "SeedingReplica", `Copying the primary's data into ${pName}: the primary no longer has all the binary logs it needs`);
+        const seeded = await seedReplica(primary, conn).catch((err: unknown) => {
+          if (err instanceof MySQLError) throw new SeedError(`${err.message} (the copy was removed; it is tried again)`);
+          throw err;
+        });
+        ctx.log.info("replica seeded", { pod: pName, databases: seeded.databases, tables: seeded.tables, rows: seeded.rows });
+        await this.d.events.record(cluster, "Normal", "ReplicaSeeded", `Seeded ${pName}: ${seeded.databases} databases, ${seeded.tables} tables, ${seeded.rows} rows, at GTID ${seeded.position}`);
+      }
+      if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
+      await startReplica(conn, source, replicationPassword);
+      ctx.log.info("replication configured", { pod: pName, source: podName(name, primaryOrdinal) });
+      await this.d.events.record(cluster, "Normal", "ReplicationConfigured", `${pName} replicates from ${podName(name, primaryOrdinal)}`);
+      replica = await readReplica(conn);
+    }
+    const state = await readServer(conn);
+    const maxLag = cluster.spec.updateStrategy?.maxLagSeconds ?? 30;
+    status.ioThread = replica.ioRunning;
+    status.sqlThread = replica.sqlRunning;
+    if (replica.lagSeconds !== undefined && Number.isFinite(replica.lagSeconds)) status.lagSeconds = replica.lagSeconds;
+    status.gtidExecuted = state.gtidExecuted;
+    const caughtUp = gtidContains(primary.server.flavor, state.gtidExecuted, primaryState.gtidExecuted);
+    status.ready = replica.ioRunning && replica.sqlRunning && (replica.lagSeconds ?? 0) <= maxLag && caughtUp;
+    if (!status.ready) {
+      status.message = replica.lastError
+        ? `replication error: ${replica.lastError}`
+        : !replica.ioRunning || !replica.sqlRunning
+          ? `replication threads not running (I/O ${replica.ioRunning ? "on" : "off"}, SQL ${replica.sqlRunning ? "on" : "off"})`
+          : `catching up (${replica.lagSeconds ?? "?"} s behind)`;
+    }
+  }
+
+  /** A replica leaving with scale-in: replication stopped and forgotten; a server already gone is fine. */
+  private async retire(cluster: MySQLCluster, ordinal: number, pod: Pod, ctx: ReconcileContext): Promise<void> {
+    const pName = podName(cluster.metadata.name ?? "", ordinal);
+    try {
+      const conn = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "");
+      await stopReplica(conn);
+      ctx.log.info("replication stopped for scale-in", { pod: pName });
+      await this.d.events.record(cluster, "Normal", "ReplicaRemoved", `Stopped replication on ${pName}; removing it (its volume is kept)`);
+    } catch (err) {
+      ctx.log.info("could not stop replication on a leaving server; removing it anyway", { pod: pName, error: memberError(err) });
+      await this.d.events.record(cluster, "Warning", "ReplicaRemoved", `Removing ${pName} without stopping its replication: ${memberError(err)}`);
+    }
+    this.d.connector.forget(cluster.metadata.namespace ?? "", memberPoolName(cluster.metadata.name ?? "", ordinal));
+  }
+
+  private async updatePod(m: Observed, ns: string): Promise<void> {
+    const name = m.pod.metadata.name ?? "";
+    if (m.pod.metadata.labels?.[ROLE_LABEL] !== m.status.role) {
+      await this.d.client.patch(builtin.pod, ns, name, { metadata: { labels: { [ROLE_LABEL]: m.status.role } } }).catch(ignoreNotFound);
+    }
+    const want = m.status.ready ? "True" : "False";
+    const gate = m.pod.status?.conditions?.find((c) => c.type === MEMBER_READY_CONDITION);
+    if (gate?.status !== want) {
+      const condition = {
+        type: MEMBER_READY_CONDITION,
+        status: want,
+        reason: m.status.ready ? (m.status.role === "primary" ? "Writable" : "CaughtUp") : "NotReady",
+        message: m.status.message ?? "",
+        lastTransitionTime: new Date().toISOString(),
+      };
+      await this.d.client.patch(builtin.pod, ns, name, { status: { conditions: [condition] } }, "strategic", "status").catch(ignoreNotFound);
+    }
+  }
+
+  private async report(cluster: MySQLCluster, members: Observed[], desired: number, primary: InstanceConnection | undefined, ctx: ReconcileContext): Promise<Result> {
+    const name = cluster.metadata.name ?? "";
+    const statuses = members.map((m) => m.status);
+    const ready = statuses.filter((s) => s.ready).length;
+    const primaryStatus = statuses.find((s) => s.role === "primary");
+    const replicas = statuses.filter((s) => s.role === "replica");
+    const phase: MySQLClusterStatus["phase"] =
+      ready === desired && members.length === desired
+        ? "Running"
+        : !primaryStatus?.ready
+          ? cluster.status?.phase === "Running" || cluster.status?.phase === "Degraded" ? "Degraded" : "Provisioning"
+          : members.length !== desired
+            ? "Scaling"
+            : "Degraded";
+    const notReady = statuses.filter((s) => !s.ready).map((s) => `${s.name}: ${s.message ?? "not ready"}`);
+    const missing = desired - members.length;
+    const message =
+      phase === "Running"
+        ? `${ready}/${desired} servers ready; ${podName(name, ordinalOf(name, primaryStatus?.name ?? "") ?? 0)} is the primary`
+        : [...notReady, ...(missing > 0 ? [`${missing} server(s) not created yet`] : [])].join("; ") || "converging";
+    const others: Omit<ConditionUpdate, "observedGeneration">[] = [
+      primaryStatus?.ready
+        ? { type: "Available", status: "True", reason: "PrimaryWritable", message: `${primaryStatus.name} accepts writes` }
+        : { type: "Available", status: "False", reason: "PrimaryUnavailable", message: primaryStatus ? `${primaryStatus.name}: ${primaryStatus.message ?? "not writable"}` : "the primary pod does not exist yet" },
+      replicas.length === 0
+        ? { type: "Replicating", status: "True", reason: "NoReplicas", message: "the cluster has no replicas" }
+        : replicas.every((r) => r.ioThread && r.sqlThread)
+          ? { type: "Replicating", status: "True", reason: "ReplicationRunning", message: `${replicas.length} replica(s) replicating` }
+          : { type: "Replicating", status: "False", reason: "ReplicationStopped", message: replicas.filter((r) => !(r.ioThread && r.sqlThread)).map((r) => `${r.name}: ${r.message ?? "not replicating"}`).join("; ") },
+    ];
+    const before = cluster.status?.phase;
+    await writeStatus(
+      this.d.client,
+      RT,
+      cluster,
+      {
+        phase,
+        replicas: members.length,
+        readyReplicas: ready,
+        ready: `${ready}/${desired}`,
+        selector: selectorString(name),
+        ...(primaryStatus ? { currentPrimary: primaryStatus.name } : {}),
+        ...(primary ? { flavor: primary.server.flavor, serverVersion: primary.server.version } : {}),
+        members: statuses,
+      },
+      phase === "Running" ? { status: "True", reason: "Running", message } : { status: "False", reason: phase ?? "Provisioning", message },
+      others,
+    );
+    if (before !== phase) {
+      ctx.log.info("cluster phase changed", { from: before, to: phase });
+      if (phase === "Running") await this.d.events.record(cluster, "Normal", "Running", message);
+    }
+    return { requeueAfter: phase === "Running" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS };
+  }
+}
+
+function newPassword(): string {
+  // 24 bytes of randomness in URL-safe base64: no quoting trouble in any client.
+  return randomBytes(24).toString("base64url");
+}
+
+function memberError(err: unknown): string {
+  if (err instanceof MySQLError || err instanceof MissingSecretError) return err.message;
+  throw err;
+}
+
+function ignoreNotFound(err: unknown): void {
+  if (!isNotFound(err)) throw err;
+}
+
+const BINARY_SUFFIX: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
+const DECIMAL_SUFFIX: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+
+/** Compares two Kubernetes quantities (precise enough for volume sizes). */
+export function compareQuantity(a: string, b: string): number {
+  return quantityValue(a) - quantityValue(b);
+}
+
+function quantityValue(q: string): number {
+  const m = /^([+-]?[0-9.]+)(e[+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$/i.exec(q.trim());
+  if (!m) return Number.NaN;
+  const n = Number(m[1]);
+  const suffix = m[2] ?? "";
+  if (suffix in BINARY_SUFFIX) return n * (BINARY_SUFFIX[suffix] ?? 1);
+  if (/^e/i.test(suffix)) return n * 10 ** Number(suffix.slice(1));
+  return n * (DECIMAL_SUFFIX[suffix] ?? 1);
+}

@@ -1,0 +1,92 @@
+// The mysql-cluster operator as an OperatorModule: the MySQLCluster controller,
+// sharing the MySQL services (connector, Secret reader, address resolver) with
+// the other MySQL operators of the process.
+import {
+  Tokens,
+  builtin,
+  type Cache,
+  type ControllerSetup,
+  type EventRecorder,
+  type KubeClient,
+  type KubeObject,
+  type OperatorModule,
+  type Request,
+} from "@stateward/core";
+import {
+  MySQLInstanceKind,
+  MySQLTokens,
+  bindMySQLServices,
+  type MySQLConnector,
+  type SecretReader,
+  type ServerAddressResolver,
+} from "@stateward/mysql";
+import { ContainerModule } from "inversify";
+import { MySQLClusterKind, type MySQLCluster } from "./api.ts";
+import { ClusterReconciler } from "./controllers/cluster-reconciler.ts";
+import { clusterNames, selectorLabels } from "./resources/names.ts";
+import { rootSecretRef } from "./resources/objects.ts";
+
+export interface MySQLClusterOperatorOptions {
+  /**
+   * Where pods' and Services' DNS names are reached. Only for tests and
+   * development outside a cluster (the integration tests map pods to local
+   * mariadbd instances); in a cluster the names are used as they are.
+   * Applies to every MySQL operator of the process.
+   */
+  addresses?: ServerAddressResolver;
+}
+
+const CLUSTER = MySQLClusterKind.resource;
+
+export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions = {}): OperatorModule {
+  return {
+    name: "mysql-cluster",
+    // The MySQLInstance CRD comes along: the operator publishes one per cluster.
+    kinds: [MySQLClusterKind, MySQLInstanceKind],
+    container: new ContainerModule((container) => {
+      if (options.addresses) {
+        if (container.isBound(MySQLTokens.ServerAddresses)) throw new Error("the MySQL server address resolver is already bound: load the mysql-cluster operator first");
+        container.bind<ServerAddressResolver>(MySQLTokens.ServerAddresses).toConstantValue(options.addresses);
+      }
+      bindMySQLServices(container);
+      container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver) => ({
+          setup: (builder) => {
+            // Pods belong to the StatefulSet, not to the cluster: mapped by label.
+            const podToCluster = (pod: KubeObject): Request[] => {
+              const labels = pod.metadata.labels ?? {};
+              const cluster = labels["app.kubernetes.io/instance"];
+              if (cluster === undefined || labels["app.kubernetes.io/name"] !== selectorLabels(cluster)["app.kubernetes.io/name"]) return [];
+              return [{ namespace: pod.metadata.namespace, name: cluster }];
+            };
+            // A Secret a cluster uses (its root Secret, generated or not, and the replication Secret).
+            const secretToClusters = (secret: KubeObject): Request[] =>
+              cache
+                .list<MySQLCluster>(CLUSTER, { namespace: secret.metadata.namespace })
+                .filter((c) => {
+                  const names = clusterNames(c.metadata.name ?? "");
+                  return [rootSecretRef(c).name, names.replicationSecret].includes(secret.metadata.name ?? "");
+                })
+                .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name ?? "" }));
+            builder
+              .named("mysqlcluster")
+              .for(CLUSTER)
+              .owns(builtin.statefulSet)
+              .owns(builtin.service)
+              .owns(builtin.configMap)
+              .owns(builtin.podDisruptionBudget)
+              .owns(MySQLInstanceKind.resource)
+              .watches(builtin.pod, podToCluster)
+              .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
+              // Seeding a replica can take a while; other clusters go on meanwhile.
+              .withOptions({ maxConcurrentReconciles: 4 })
+              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses }));
+          },
+        }),
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses],
+      );
+    }),
+  };
+}
+
+export const mysqlClusterOperator: OperatorModule = createMySQLClusterOperator();

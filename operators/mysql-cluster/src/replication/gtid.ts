@@ -1,0 +1,80 @@
+// GTID positions and sets, for the two questions the operator asks: has this
+// replica applied everything the primary had (caught up), and does the
+// primary still have the binary logs a replica needs (or must it be seeded)?
+//
+//   MariaDB  a position per replication domain: "0-1000-42,1-2000-7"
+//            (domain-server-sequence); sequences only grow within a domain.
+//   MySQL    a set of intervals per source UUID: "3e11fa47-…:1-5:7-9,…".
+import type { Flavor } from "@stateward/mysql";
+
+/** MariaDB: domain id → highest sequence number. */
+export type MariaDBPosition = Map<number, bigint>;
+/** MySQL: source UUID → sorted, merged [first, last] intervals. */
+export type MySQLGtidSet = Map<string, [bigint, bigint][]>;
+
+export function parseMariaDBPosition(text: string): MariaDBPosition {
+  const position: MariaDBPosition = new Map();
+  for (const part of text.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+    const m = /^(\d+)-(\d+)-(\d+)$/.exec(part);
+    if (!m) throw new Error(`not a MariaDB GTID: ${JSON.stringify(part)}`);
+    const domain = Number(m[1]);
+    const seq = BigInt(m[3] ?? "0");
+    const known = position.get(domain);
+    if (known === undefined || seq > known) position.set(domain, seq);
+  }
+  return position;
+}
+
+export function parseMySQLGtidSet(text: string): MySQLGtidSet {
+  const set: MySQLGtidSet = new Map();
+  for (const part of text.replaceAll("\n", "").split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+    const [uuid, ...ranges] = part.split(":");
+    if (uuid === undefined || !/^[0-9a-fA-F-]{36}$/.test(uuid) || ranges.length === 0) throw new Error(`not a MySQL GTID set: ${JSON.stringify(part)}`);
+    const intervals = set.get(uuid.toLowerCase()) ?? [];
+    for (const r of ranges) {
+      const m = /^(\d+)(?:-(\d+))?$/.exec(r);
+      if (!m) throw new Error(`not a MySQL GTID interval: ${JSON.stringify(r)}`);
+      const first = BigInt(m[1] ?? "0");
+      intervals.push([first, m[2] === undefined ? first : BigInt(m[2])]);
+    }
+    set.set(uuid.toLowerCase(), merge(intervals));
+  }
+  return set;
+}
+
+function merge(intervals: [bigint, bigint][]): [bigint, bigint][] {
+  const sorted = [...intervals].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const out: [bigint, bigint][] = [];
+  for (const [first, last] of sorted) {
+    const prev = out.at(-1);
+    if (prev && first <= prev[1] + 1n) prev[1] = last > prev[1] ? last : prev[1];
+    else out.push([first, last]);
+  }
+  return out;
+}
+
+/** Whether `have` includes everything in `need` (same flavor's notation). */
+export function gtidContains(flavor: Flavor, have: string, need: string): boolean {
+  if (flavor === "MariaDB") {
+    const h = parseMariaDBPosition(have);
+    for (const [domain, seq] of parseMariaDBPosition(need)) {
+      if ((h.get(domain) ?? -1n) < seq) return false;
+    }
+    return true;
+  }
+  const h = parseMySQLGtidSet(have);
+  for (const [uuid, intervals] of parseMySQLGtidSet(need)) {
+    const mine = h.get(uuid) ?? [];
+    for (const [first, last] of intervals) {
+      if (!mine.some(([a, b]) => a <= first && last <= b)) return false;
+    }
+  }
+  return true;
+}
+
+/** The GTIDs of a MariaDB `Gtid_list` event's text, e.g. "[0-1000-5,1-2000-3]" → "0-1000-5,1-2000-3". */
+export function gtidListOfEvent(info: string): string {
+  const m = /^\s*\[(.*)\]\s*$/.exec(info);
+  if (!m) throw new Error(`not a Gtid_list event: ${JSON.stringify(info)}`);
+  return m[1] ?? "";
+}
