@@ -105,14 +105,25 @@ function covers(grant: Permission, used: Permission): boolean {
   );
 }
 
+type Observed = Pick<RequestObservation, "verb" | "path" | "status">;
+
+/**
+ * The permissions a request used: its own, and `create` too for a server-side
+ * apply (PATCH) that created the object (201), which the API server authorizes as both.
+ */
+function requestPermissions(o: Observed): Permission[] {
+  const p = requestPermission(o);
+  if (!p) return [];
+  return o.verb === "PATCH" && o.status === 201 ? [p, { ...p, verb: "create" }] : [p];
+}
+
 /** The grants no request used. */
-export function unusedGrants(granted: Permission[], requests: Pick<RequestObservation, "verb" | "path">[]): Permission[] {
-  const used = requests.map(requestPermission).filter((p): p is Permission => p !== undefined);
+export function unusedGrants(granted: Permission[], requests: Observed[]): Permission[] {
+  const used = requests.flatMap(requestPermissions);
   return granted.filter((g) => !used.some((u) => covers(g, u)));
 }
 
 /** Every permission the requests used, as permission keys, sorted (for failure messages). */
-export function usedPermissions(requests: Pick<RequestObservation, "verb" | "path">[]): string[] {
-  const keys = new Set(requests.map(requestPermission).filter((p): p is Permission => p !== undefined).map(permissionKey));
-  return [...keys].sort();
+export function usedPermissions(requests: Observed[]): string[] {
+  return [...new Set(requests.flatMap(requestPermissions).map(permissionKey))].sort();
 }

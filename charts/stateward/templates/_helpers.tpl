@@ -110,42 +110,42 @@ with get before each status write (they run long after the reconcile that starte
 {{- end -}}
 
 {{/*
-mysql-cluster: MySQLCluster and everything it owns (StatefulSet, Services, ConfigMap,
-PodDisruptionBudget, the root password Secret, the MySQLInstance of its primary), the Pods it
-labels and deletes during a rolling upgrade, the PVCs it removes on scale-in, and the
-MySQLBackups it takes before an upgrade.
+mysql-cluster: MySQLCluster and everything it owns, server-side applied (StatefulSet, Services,
+ConfigMap, PodDisruptionBudget, the MySQLInstance of its primary; garbage collection deletes
+them), the root and replication Secrets it generates, and the role label and readiness-gate
+condition it keeps on the cluster's Pods.
 */}}
 {{- define "stateward.rules.mysqlCluster" -}}
 - apiGroups: ["stateward.io"]
   resources: ["mysqlclusters"]
-  verbs: ["get", "list", "watch", "update", "patch"]
+  verbs: ["list", "watch"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlclusters/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["update"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlclusters/finalizers"]
   verbs: ["update"]
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch"]
 - apiGroups: [""]
-  resources: ["services", "configmaps", "secrets"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  resources: ["services", "configmaps"]
+  verbs: ["list", "watch", "create", "patch"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-- apiGroups: [""]
-  resources: ["pods"]
-  verbs: ["get", "list", "watch", "patch", "delete"]
-- apiGroups: [""]
-  resources: ["persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["list", "watch", "create", "patch"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlinstances"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
-- apiGroups: ["stateward.io"]
-  resources: ["mysqlbackups"]
-  verbs: ["get", "list", "watch", "create"]
+  verbs: ["list", "watch", "create", "patch"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "list", "watch", "create", "patch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch", "patch"]
+- apiGroups: [""]
+  resources: ["pods/status"]
+  verbs: ["patch"]
 {{- end -}}
 
 {{/* The rules of the watched scope: the core's plus those of every enabled operator. */}}

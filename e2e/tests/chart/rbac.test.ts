@@ -2,7 +2,7 @@
 // ServiceAccount, CRDs; not the Deployment) is applied with server-side apply, and a manager
 // run here — configured as the chart's Deployment configures it, authenticated as the
 // chart's ServiceAccount with a token the API server issued — goes through the core of the
-// DatabaseUser and backup suites. A rule the chart lacks shows as a 403 (or a "forbidden" /
+// DatabaseUser, backup and MySQLCluster suites. A rule the chart lacks shows as a 403 (or a "forbidden" /
 // "could not record event" log line); a rule it grants that no request used fails the
 // comparison at the end, unless the allow-list below says why the flow cannot use it.
 // Once cluster-wide (a ClusterRole) and once scoped to one namespace (a Role there).
@@ -20,12 +20,15 @@ import {
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { createDatabaseUserOperator, type DatabaseUser } from "@stateward/operator-database-user";
 import { MySQLBackupKind, MySQLRestoreKind, createMySQLBackupOperator, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
+import { MySQLClusterKind, createMySQLClusterOperator, type MySQLCluster } from "@stateward/operator-mysql-cluster";
+import { join } from "node:path";
 import type mysql from "mysql2/promise";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { s3Client } from "../../harness/index.ts";
 import { applyManifests, deleteManifests, removeChartScratch, renderChart, type RenderedObject } from "../../support/chart.ts";
 import { deleteNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
 import { grantedPermissions, permissionKey, unusedGrants, usedPermissions, type Permission } from "../../support/rbac.ts";
+import { LocalPodServers } from "../../support/mysql-pods.ts";
 import { serviceAccountKubeconfig } from "../../support/service-account.ts";
 import { waitFor } from "../../support/wait.ts";
 import { DBU, MYI, accountExists, adminConnection, databaseUser, q, secret, showGrants, suffix, tryLogin } from "../database-user/support.ts";
@@ -34,7 +37,8 @@ const env = inject("environment");
 const admin = testClient(env.kubeconfig);
 const BK = MySQLBackupKind.resource;
 const RS = MySQLRestoreKind.resource;
-const OPERATORS = ["database-user", "mysql-backup"];
+const MYC = MySQLClusterKind.resource;
+const OPERATORS = ["database-user", "mysql-backup", "mysql-cluster"];
 const TARGET_LABEL = "stateward.io/target";
 
 /**
@@ -54,6 +58,9 @@ const ALLOW_UNUSED: Record<string, string> = {
   // (and, with concurrencyPolicy Replace, the running one).
   "create stateward.io/mysqlbackups": "schedule controller: one MySQLBackup per due time",
   "delete stateward.io/mysqlbackups": "schedule controller: retention and concurrencyPolicy Replace",
+  // What a MySQLCluster owns carries a controller reference with blockOwnerDeletion (checked by
+  // the same admission plugin, not requested).
+  "update stateward.io/mysqlclusters/finalizers": "cluster controller: owner references of what it owns",
 };
 const allowKey = (p: Permission) => `${p.verb} ${p.group || "core"}/${p.resource}`;
 
@@ -98,6 +105,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
   const requests: RequestObservation[] = [];
   let conn: mysql.Connection;
   let s3: S3Client;
+  let servers: LocalPodServers | undefined;
 
   const storage = (credentials = "s3-creds") => ({
     s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: credentials } },
@@ -133,6 +141,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
       }
     };
     await attempt(async () => manager?.stop());
+    await attempt(async () => servers?.stop());
     // No manager is left to finish these: take the finalizers off so the namespace can go.
     for (const rt of [DBU, BK]) {
       const left = await admin.list(rt, { namespace: appNs }).then((l) => l.items, () => []);
@@ -172,7 +181,10 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     const namespaces = flagValue(args, "--namespaces")?.split(",") ?? [];
     expect(namespaces).toEqual(mode.watchNamespaces(appNs));
     expect(flagValue(args, "--target")).toBe(target);
+    // The cluster's pods get local servers; it is loaded first, so all operators reach pods through them.
+    servers = new LocalPodServers(admin, join(env.dir, "rbac-pods", id), appNs).start();
     const available: Record<string, () => OperatorModule> = {
+      "mysql-cluster": () => createMySQLClusterOperator({ addresses: servers }),
       "database-user": () => createDatabaseUserOperator(),
       "mysql-backup": () => createMySQLBackupOperator(),
     };
@@ -188,7 +200,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
       logger: logs.logger,
       onRequest: (o) => requests.push(o),
       gracefulShutdownMs: 10_000,
-    }).load(...OPERATORS.map((name) => available[name]!()));
+    }).load(...["mysql-cluster", ...OPERATORS.filter((o) => o !== "mysql-cluster")].map((name) => available[name]!()));
     await manager.start();
     const holder = await waitFor("the chart's Lease held by the manager", async () => {
       const lease = await admin.get<KubeObject & { spec?: { holderIdentity?: string } }>(builtin.lease, release, "stateward-manager");
@@ -304,6 +316,26 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     await waitGone(admin, BK, appNs, "to-delete");
     expect(await keysUnder(folder)).toEqual([]);
   });
+
+  it("runs a MySQLCluster: two servers replicating, scaled in to one, deleted with what it owns", async () => {
+    const running = (replicas: number) =>
+      waitFor(`MySQLCluster Running with ${replicas}`, async () => {
+        const c = await admin.get<MySQLCluster>(MYC, appNs, "shop");
+        if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.observedGeneration === c.metadata.generation) return c;
+        throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}`);
+      }, 180_000, 500);
+    await admin.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name: "shop", namespace: appNs, labels }, spec: { replicas: 2, storage: { size: "1Gi" } } });
+    const c = await running(2);
+    expect(c.status?.members?.map((m) => [m.name, m.role, m.ioThread])).toEqual([["shop-0", "primary", undefined], ["shop-1", "replica", true]]);
+    // Scaled in, and told to delete the Secrets it generated with it: they get its owner reference.
+    await admin.patch(MYC, appNs, "shop", { spec: { replicas: 1, secretDeletionPolicy: "Delete" } });
+    await running(1);
+    await admin.delete(MYC, appNs, "shop");
+    await waitGone(admin, MYC, appNs, "shop");
+    await waitGone(admin, builtin.statefulSet, appNs, "shop", 60_000);
+    await waitGone(admin, builtin.secret, appNs, "shop-root", 60_000);
+    expect((await eventsOf("shop")).map((e) => e.reason)).toEqual(expect.arrayContaining(["SecretGenerated", "PrimaryConfigured", "ReplicationConfigured", "ReplicaRemoved"]));
+  }, 300_000);
 
   it("joins the repeated SecretNotFound failures into one Event's series", async () => {
     // The recorder writes a repeat at most every 30 s (a PATCH of the Event's series).
