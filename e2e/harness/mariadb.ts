@@ -2,7 +2,8 @@
 // answers, otherwise one of our own; plus throw-away `mariadbd` instances on
 // free ports for tests that need several servers (replication, clusters).
 import { execFile } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import mysql from "mysql2/promise";
@@ -51,7 +52,8 @@ export interface MariaDBInstanceOptions {
  */
 export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaDBEndpoint & { pid: number }> {
   const datadir = join(opts.dir, "data");
-  const socket = join(opts.dir, "mysqld.sock");
+  // A Unix socket path holds at most 107 bytes: a deep folder gets its socket in a short temporary one.
+  const socket = join(opts.dir, "mysqld.sock").length > 100 ? join(mkdtempSync(join(tmpdir(), "sw-")), "mysqld.sock") : join(opts.dir, "mysqld.sock");
   const logFile = join(opts.dir, "mariadbd.log");
   mkdirSync(datadir, { recursive: true });
   try {

@@ -61,6 +61,11 @@ export class LocalPodServers implements ServerAddressResolver {
     return this;
   }
 
+  /** The failures starting servers, for a test's error message ("" when none). */
+  describeFailures(): string {
+    return this.failures.size === 0 ? "" : `; pod servers that failed to start: ${[...this.failures].map(([pod, why]) => `${pod}: ${why}`).join("; ")}`;
+  }
+
   /** The server of a pod, once started. */
   async server(pod: string): Promise<LocalServer | undefined> {
     return this.servers.get(pod);

@@ -34,7 +34,7 @@ async function running(name: string, replicas: number, timeoutMs = 180_000): Pro
     const c = await client.get<MySQLCluster>(MYC, ns, name);
     if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.observedGeneration === c.metadata.generation) return c;
     // The last one is in the timeout's message.
-    throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}`);
+    throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}${servers.describeFailures()}`);
   }, timeoutMs, 500);
 }
 
