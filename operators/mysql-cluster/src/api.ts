@@ -75,7 +75,7 @@ export const MySQLClusterKind = defineKind({
       ),
       storage: object(
         {
-          size: string("Size of each server's data volume, e.g. 10Gi. It may grow (when the storage class allows expansion) but never shrink.", {
+          size: string("Size of each server's data volume, e.g. 10Gi. It can never shrink. Raising it is accepted but does not yet expand existing volumes (expand their PVCs by hand).", {
             pattern: QUANTITY_PATTERN,
             maxLength: 64,
             validations: [{ rule: "isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", message: "size must be a positive quantity, e.g. 10Gi" }],
