@@ -87,11 +87,7 @@ function flagValue(args: string[], flag: string): string | undefined {
 // The permissions each part needs in the watched scope (DESIGN.md, the issue's list).
 const perms = (group: string, resources: string[], verbs: string[]) =>
   resources.flatMap((r) => verbs.map((v) => `${group}/${r}:${v}`));
-const statusAndFinalizers = (resources: string[]) => [
-  ...perms("stateward.io", resources.map((r) => `${r}/status`), ["get", "update", "patch"]),
-  ...perms("stateward.io", resources.map((r) => `${r}/finalizers`), ["update"]),
-];
-// database-user and mysql-backup: exactly what their requests use (rbac.test.ts proves it).
+// Exactly what each operator's requests use (rbac.test.ts proves it).
 const expectedPermissions: Record<string, string[]> = {
   core: perms("events.k8s.io", ["events"], ["create", "patch"]),
   "database-user": [
