@@ -2,7 +2,7 @@
 // answers, otherwise one of our own; plus throw-away `mariadbd` instances on
 // free ports for tests that need several servers (replication, clusters).
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -56,13 +56,16 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
   const socket = join(opts.dir, "mysqld.sock").length > 100 ? join(mkdtempSync(join(tmpdir(), "sw-")), "mysqld.sock") : join(opts.dir, "mysqld.sock");
   const logFile = join(opts.dir, "mariadbd.log");
   mkdirSync(datadir, { recursive: true });
-  try {
-    await run("mariadb-install-db", [
-      "--no-defaults", `--datadir=${datadir}`, "--auth-root-authentication-method=normal",
-      "--skip-test-db", "--user=root",
-    ]);
-  } catch (err) {
-    throw new EnvironmentError(`mariadb-install-db failed for ${datadir}: ${(err as { stderr?: string }).stderr ?? String(err)}`);
+  // A data directory that was initialized before is started as it is (a restarted server keeps its data).
+  if (!existsSync(join(datadir, "mysql"))) {
+    try {
+      await run("mariadb-install-db", [
+        "--no-defaults", `--datadir=${datadir}`, "--auth-root-authentication-method=normal",
+        "--skip-test-db", "--user=root",
+      ]);
+    } catch (err) {
+      throw new EnvironmentError(`mariadb-install-db failed for ${datadir}: ${(err as { stderr?: string }).stderr ?? String(err)}`);
+    }
   }
   const port = await freePort();
   const proc: RunningProcess = startProcess({

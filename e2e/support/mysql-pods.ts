@@ -9,8 +9,10 @@
 // Service's, which follows the role label) maps to its local server.
 //
 // A server outlives its pod, like the data on a volume: a pod removed by
-// scale-in leaves its server running (the tests look at it), and a pod coming
-// back with the same name gets the same server.
+// scale-in leaves its server running (the tests look at it). A pod recreated
+// with the same name (a restart by the operator) restarts its server on the
+// same data, with the ConfigMap as it is now. An image tagged "broken" never
+// starts a server: the container that crash-loops, for the health-gate tests.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -22,7 +24,7 @@ import { startMariaDB, stopMariaDB, type MariaDBEndpoint } from "../harness/inde
 const PV = resourceType("v1", "PersistentVolume", "persistentvolumes", false);
 
 interface Pod extends KubeObject {
-  spec: { nodeName?: string; containers: { name: string; env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] };
+  spec: { nodeName?: string; containers: { name: string; image?: string; env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] };
 }
 
 interface Claim extends KubeObject {
@@ -39,6 +41,8 @@ export class LocalPodServers implements ServerAddressResolver {
   private readonly dir: string;
   private readonly namespace: string;
   private readonly servers = new Map<string, Promise<LocalServer>>();
+  /** The uid of the pod each server was started for. */
+  private readonly startedFor = new Map<string, string>();
   private readonly volumes = new Set<string>();
   private stopped = false;
   private loop: Promise<void> | undefined;
@@ -82,7 +86,14 @@ export class LocalPodServers implements ServerAddressResolver {
       const pods = await this.client.list<Pod>(builtin.pod, { namespace: this.namespace, labelSelector: `app.kubernetes.io/instance=${cluster},${ROLE_LABEL}=primary` });
       pod = pods.items[0]?.metadata.name;
     }
-    const server = pod === undefined ? undefined : await this.servers.get(pod)?.catch(() => undefined);
+    // The server must be the one started for the pod as it is now: right after a pod is recreated
+    // the old container is gone, even if this runtime has not noticed yet.
+    let current = false;
+    if (pod !== undefined) {
+      const live = await this.client.get<Pod>(builtin.pod, this.namespace, pod).catch(() => undefined);
+      current = live !== undefined && this.startedFor.get(pod) === live.metadata.uid;
+    }
+    const server = pod === undefined || !current ? undefined : await this.servers.get(pod)?.catch(() => undefined);
     // Not started (yet): an address nothing listens on, so connecting fails as it would in a cluster.
     return server ? { host: server.host, port: server.port } : { host: "127.0.0.1", port: 9 };
   }
@@ -98,13 +109,31 @@ export class LocalPodServers implements ServerAddressResolver {
     const pods = await this.client.list<Pod>(builtin.pod, { namespace: this.namespace, labelSelector: "app.kubernetes.io/name=mysql-cluster" });
     for (const pod of pods.items) {
       const name = pod.metadata.name ?? "";
-      if (!pod.spec.nodeName || pod.metadata.deletionTimestamp || this.servers.has(name)) continue;
-      const started = this.startServer(pod);
+      const uid = pod.metadata.uid ?? "";
+      if (!pod.spec.nodeName || pod.metadata.deletionTimestamp) continue;
+      const previous = this.servers.get(name);
+      if (previous && this.startedFor.get(name) === uid) continue;
+      this.startedFor.set(name, uid);
+      const started = (async () => {
+        // Recreated: the old container is gone first.
+        const old = await previous?.catch(() => undefined);
+        if (old) await stopMariaDB(old);
+        const image = pod.spec.containers[0]?.image ?? "";
+        if (image.endsWith(":broken")) throw new Error(`image ${image} does not start (test image)`);
+        return this.startServer(pod);
+      })();
       this.servers.set(name, started);
-      started.catch((err: unknown) => {
-        this.failures.set(name, err instanceof Error ? err.message : String(err));
-        this.servers.delete(name);
-      });
+      started.then(
+        () => this.failures.delete(name),
+        (err: unknown) => {
+          this.failures.set(name, err instanceof Error ? err.message : String(err));
+          // Tried again on the next tick, unless the image is one that never starts.
+          if (!(pod.spec.containers[0]?.image ?? "").endsWith(":broken") && this.servers.get(name) === started) {
+            this.servers.delete(name);
+            this.startedFor.delete(name);
+          }
+        },
+      );
     }
   }
 

@@ -112,13 +112,13 @@ with get before each status write (they run long after the reconcile that starte
 {{/*
 mysql-cluster: MySQLCluster and everything it owns, server-side applied (StatefulSet, Services,
 ConfigMap, PodDisruptionBudget, the MySQLInstance of its primary; garbage collection deletes
-them), the root and replication Secrets it generates, and the role label and readiness-gate
-condition it keeps on the cluster's Pods.
+them), the root and replication Secrets it generates, the role label and readiness-gate
+condition it keeps on the cluster's Pods, and the Pods it deletes one at a time in a rollout.
 */}}
 {{- define "stateward.rules.mysqlCluster" -}}
 - apiGroups: ["stateward.io"]
   resources: ["mysqlclusters"]
-  verbs: ["list", "watch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlclusters/status"]
   verbs: ["update"]
@@ -142,7 +142,7 @@ condition it keeps on the cluster's Pods.
   verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list", "watch", "patch"]
+  verbs: ["list", "watch", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods/status"]
   verbs: ["patch"]

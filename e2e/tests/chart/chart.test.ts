@@ -106,7 +106,7 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("core", ["secrets"], ["get", "list", "watch"]),
   ],
   "mysql-cluster": [
-    ...perms("stateward.io", ["mysqlclusters"], ["list", "watch"]),
+    ...perms("stateward.io", ["mysqlclusters"], ["get", "list", "watch"]),
     ...perms("stateward.io", ["mysqlclusters/status"], ["update"]),
     ...perms("stateward.io", ["mysqlclusters/finalizers"], ["update"]),
     ...perms("apps", ["statefulsets"], ["list", "watch", "create", "patch"]),
@@ -114,7 +114,7 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("policy", ["poddisruptionbudgets"], ["list", "watch", "create", "patch"]),
     ...perms("stateward.io", ["mysqlinstances"], ["list", "watch", "create", "patch"]),
     ...perms("core", ["secrets"], ["get", "list", "watch", "create", "patch"]),
-    ...perms("core", ["pods"], ["list", "watch", "patch"]),
+    ...perms("core", ["pods"], ["list", "watch", "patch", "delete"]),
     ...perms("core", ["pods/status"], ["patch"]),
   ],
 };
@@ -503,6 +503,7 @@ describe("the chart applied with server-side apply, scoped to two namespaces", (
         { verb: "create", group: "apps", resource: "statefulsets" },
         { verb: "patch", group: "policy", resource: "poddisruptionbudgets" },
         { verb: "patch", resource: "pods", subresource: "status" },
+        { verb: "delete", resource: "pods" },
         { verb: "create", resource: "secrets" },
         { verb: "create", group: "stateward.io", resource: "mysqlinstances" },
         { verb: "patch", group: "events.k8s.io", resource: "events" },
@@ -532,7 +533,6 @@ describe("the chart applied with server-side apply, scoped to two namespaces", (
       { verb: "create", resource: "pods", subresource: "exec", namespace: teamA },
       { verb: "create", resource: "persistentvolumeclaims", namespace: teamA },
       { verb: "delete", resource: "persistentvolumeclaims", namespace: teamA },
-      { verb: "delete", resource: "pods", namespace: teamA },
       { verb: "delete", group: "apps", resource: "statefulsets", namespace: teamA },
       { verb: "update", resource: "secrets", namespace: teamA },
       { verb: "delete", group: "stateward.io", resource: "databaseusers", namespace: teamA },

@@ -330,11 +330,17 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     // Scaled in, and told to delete the Secrets it generated with it: they get its owner reference.
     await admin.patch(MYC, appNs, "shop", { spec: { replicas: 1, secretDeletionPolicy: "Delete" } });
     await running(1);
+    // An image change rolls the (single) server: the operator deletes its pod.
+    await admin.patch(MYC, appNs, "shop", { spec: { image: "mariadb:11.4.9" } });
+    await waitFor("rolled to the new image", async () => {
+      const rolled = await admin.get<MySQLCluster>(MYC, appNs, "shop");
+      return rolled.status?.currentImage === "mariadb:11.4.9" && rolled.status.phase === "Running" ? true : undefined;
+    }, 120_000, 500);
     await admin.delete(MYC, appNs, "shop");
     await waitGone(admin, MYC, appNs, "shop");
     await waitGone(admin, builtin.statefulSet, appNs, "shop", 60_000);
     await waitGone(admin, builtin.secret, appNs, "shop-root", 60_000);
-    expect((await eventsOf("shop")).map((e) => e.reason)).toEqual(expect.arrayContaining(["SecretGenerated", "PrimaryConfigured", "ReplicationConfigured", "ReplicaRemoved"]));
+    expect((await eventsOf("shop")).map((e) => e.reason)).toEqual(expect.arrayContaining(["SecretGenerated", "PrimaryConfigured", "ReplicationConfigured", "ReplicaRemoved", "PodRestarted", "RolloutComplete"]));
   }, 300_000);
 
   it("joins the repeated SecretNotFound failures into one Event's series", async () => {

@@ -33,7 +33,7 @@ const computeResources = object(
 );
 
 export const MEMBER_ROLES = ["primary", "replica"] as const;
-export const CLUSTER_PHASES = ["Pending", "Provisioning", "Scaling", "Running", "Degraded", "Failed"] as const;
+export const CLUSTER_PHASES = ["Pending", "Provisioning", "Scaling", "Upgrading", "Running", "Degraded", "Failed"] as const;
 export const SECRET_DELETION_POLICIES = ["Retain", "Delete"] as const;
 
 export const MySQLClusterKind = defineKind({
@@ -47,6 +47,7 @@ export const MySQLClusterKind = defineKind({
     "A replicated MySQL or MariaDB deployment: a primary and asynchronous GTID replicas in a StatefulSet, with Services for the primary " +
     "and the replicas. The operator also publishes a MySQLInstance named after the cluster, pointing at the primary, so DatabaseUser and " +
     "MySQLBackup objects work on the cluster unchanged.",
+  validations: [{ rule: "!has(self.spec.primary) || self.spec.primary < self.spec.replicas", message: "spec.primary must be the ordinal of a pod of the cluster (below spec.replicas)", fieldPath: ".spec.primary" }],
   spec: object(
     {
       replicas: optional(
@@ -54,6 +55,12 @@ export const MySQLClusterKind = defineKind({
           minimum: 1,
           maximum: MAX_REPLICAS,
           default: 3,
+        }),
+      ),
+      primary: optional(
+        integer("Ordinal of the pod that should be the primary. Changing it requests a planned switchover to that replica (it must be Ready and up to date). When absent, the operator chooses (during a rollout, the most caught-up updated replica).", {
+          minimum: 0,
+          maximum: MAX_REPLICAS - 1,
         }),
       ),
       image: optional(
@@ -142,8 +149,18 @@ export const MySQLClusterKind = defineKind({
                 default: 30,
               }),
             ),
+            paused: optional(
+              boolean("Stops the rollout before its next step: no pod is restarted and no switchover starts until it is cleared. What already runs is left as it is.", { default: false }),
+            ),
+            healthGateSeconds: optional(
+              integer("How long a restarted pod has to come back Ready (replicating and caught up). A pod that misses it pauses the rollout (condition Upgrading, reason HealthGateFailed) until the change is fixed or reverted.", {
+                minimum: 10,
+                maximum: 86_400,
+                default: 300,
+              }),
+            ),
           },
-          "How the operator judges and changes the servers.",
+          "How the operator judges and changes the servers. A change of image, resources or config rolls the pods one at a time: replicas first (highest ordinal first), each back Ready and caught up before the next, then a planned switchover, then the old primary.",
           { default: {} },
         ),
       ),
@@ -160,6 +177,19 @@ export const MySQLClusterKind = defineKind({
       ready: optional(string("readyReplicas/replicas, for kubectl get.")),
       selector: optional(string("Label selector of the cluster's pods (for the scale subresource).")),
       currentPrimary: optional(string("Name of the pod that is the primary.")),
+      currentImage: optional(string("The image every server ran at the end of the last completed rollout.")),
+      targetImage: optional(string("The image the servers are being rolled to (spec.image).")),
+      updatedReplicas: optional(integer("Number of server pods running the current pod template.")),
+      updated: optional(string("updatedReplicas/replicas, for kubectl get.")),
+      rollout: optional(
+        object(
+          {
+            pod: string("The pod restarted last, which must come back Ready before the next step."),
+            startedAt: string("When it was restarted (the health gate counts from here).", { format: "date-time" }),
+          },
+          "The rollout step in progress, if any.",
+        ),
+      ),
       flavor: optional(stringEnum(FLAVORS, "MySQL or MariaDB, as detected from the primary.")),
       serverVersion: optional(string("The primary's server version.")),
       members: optional(
@@ -189,6 +219,7 @@ export const MySQLClusterKind = defineKind({
     { name: "Ready", type: "string", jsonPath: ".status.ready" },
     { name: "Replicas", type: "integer", jsonPath: ".spec.replicas" },
     { name: "Primary", type: "string", jsonPath: ".status.currentPrimary" },
+    { name: "Updated", type: "string", jsonPath: ".status.updated" },
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
     { name: "Image", type: "string", jsonPath: ".spec.image", priority: 1 },
     { name: "Reason", type: "string", jsonPath: `.status.conditions[?(@.type=="Ready")].reason`, priority: 1 },

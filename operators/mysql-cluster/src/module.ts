@@ -9,6 +9,7 @@ import {
   type EventRecorder,
   type KubeClient,
   type KubeObject,
+  type ManagerSettings,
   type OperatorModule,
   type Request,
 } from "@stateward/core";
@@ -16,6 +17,7 @@ import {
   MySQLInstanceKind,
   MySQLTokens,
   bindMySQLServices,
+  registerInstanceInformer,
   type MySQLConnector,
   type SecretReader,
   type ServerAddressResolver,
@@ -50,8 +52,10 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       }
       bindMySQLServices(container);
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver) => ({
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings) => ({
           setup: (builder) => {
+            // Owned MySQLInstances are watched through the same informer as everywhere (the manager's target applies).
+            registerInstanceInformer(cache, settings);
             // Pods belong to the StatefulSet, not to the cluster: mapped by label.
             const podToCluster = (pod: KubeObject): Request[] => {
               const labels = pod.metadata.labels ?? {};
@@ -80,10 +84,10 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
               .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
               // Seeding a replica can take a while; other clusters go on meanwhile.
               .withOptions({ maxConcurrentReconciles: 4 })
-              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses }));
+              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, targetLabel: settings.targetLabel }));
           },
         }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses],
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings],
       );
     }),
   };

@@ -14,13 +14,17 @@
 //                   judged: Ready only when replicating and caught up
 //   6. pods         the role label (the Services follow it) and the
 //                   readiness-gate condition, when they differ
-//   7. status       members, phase, conditions; requeued while not converged,
+//   7. rollout      one step of a rolling update (rollout.ts decides: restart
+//                   a pod, switch over, wait, or stop at a health gate)
+//   8. status       members, phase, conditions; requeued while not converged,
 //                   and every 30 s after to keep replication state fresh
 import {
   TerminalError,
   applyIfChanged,
   builtin,
+  findCondition,
   isAlreadyExists,
+  isConflict,
   isNotFound,
   writeStatus,
   type Cache,
@@ -45,11 +49,13 @@ import {
   type ServerAddressResolver,
 } from "@stateward/mysql";
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { MySQLClusterKind, type MemberStatus, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 import { SERVER_ID_BASE, flavorOfImage, unknownSettings } from "../config/my-cnf.ts";
-import { gtidContains } from "../replication/gtid.ts";
+import { gtidContains, gtidCount } from "../replication/gtid.ts";
 import { connectMember, memberPoolName } from "../replication/members.ts";
 import { SeedError, seedReplica } from "../replication/seed.ts";
+import { SwitchoverError, switchover } from "../replication/switchover.ts";
 import {
   preparePrimary,
   primaryHasHistoryFor,
@@ -61,6 +67,7 @@ import {
   stopReplica,
   type ServerState,
 } from "../replication/server.ts";
+import { planRollout, type RolloutMember } from "./rollout.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
 import {
   configHash,
@@ -88,6 +95,8 @@ export interface ClusterReconcilerDeps {
   connector: MySQLConnector;
   secrets: SecretReader;
   addresses: ServerAddressResolver;
+  /** The label of the manager's `--target`, copied from the cluster to the MySQLInstance it publishes. */
+  targetLabel?: string;
 }
 
 interface Pod extends KubeObject {
@@ -96,8 +105,23 @@ interface Pod extends KubeObject {
 }
 
 interface StatefulSetObject extends KubeObject {
+  status?: { updateRevision?: string; observedGeneration?: number };
   spec?: { replicas?: number; volumeClaimTemplates?: { apiVersion?: string; kind?: string; metadata?: { name?: string; labels?: Record<string, string> }; spec?: { resources?: { requests?: { storage?: string } } } }[] };
 }
+
+/** What the rollout step contributes to the status. */
+interface RolloutOutcome {
+  fields: Partial<MySQLClusterStatus>;
+  condition: Omit<ConditionUpdate, "observedGeneration">;
+  /** A rollout step is under way (phase Upgrading). */
+  rolling: boolean;
+  requeueAfter?: number;
+}
+
+/** The label the StatefulSet controller puts on each pod: the revision of the template it was made from. */
+const REVISION_LABEL = "controller-revision-hash";
+/** How long a switchover waits for the candidate to apply the old primary's last transactions. */
+const SWITCHOVER_CATCH_UP_MS = 30_000;
 
 /** A member as observed in this reconcile. */
 interface Observed {
@@ -190,22 +214,22 @@ export class ClusterReconciler implements Reconciler {
     await this.apply(builtin.service, primaryService(cluster));
     await this.apply(builtin.service, readOnlyService(cluster));
     await this.apply(builtin.podDisruptionBudget, podDisruptionBudget(cluster));
-    await this.apply(MySQLInstanceKind.resource, publishedInstance(cluster));
+    await this.apply(MySQLInstanceKind.resource, publishedInstance(cluster, this.d.targetLabel));
 
-    // 4. Scale in: stop replication on the leaving ordinals first.
+    // 4. Scale in: stop replication on the leaving ordinals first. When the primary would
+    //    leave, nothing shrinks until a switchover (below) moved it to a staying replica.
     const current = liveSts?.spec?.replicas ?? 0;
-    if (desired <= primaryOrdinal) {
-      throw new ClusterProblem("Failed", "WouldRemovePrimary", `replicas ${desired} would remove the primary ${podName(name, primaryOrdinal)}; keep at least ${primaryOrdinal + 1} replicas`);
-    }
-    for (let ordinal = current - 1; ordinal >= desired; ordinal--) {
+    const primaryLeaving = desired <= primaryOrdinal && current > desired;
+    const stsReplicas = primaryLeaving ? current : desired;
+    for (let ordinal = current - 1; ordinal >= stsReplicas; ordinal--) {
       const pod = pods.get(ordinal);
       if (pod) await this.retire(cluster, ordinal, pod, ctx);
     }
-    await this.apply(
+    const stsChanged = await this.apply(
       builtin.statefulSet,
       statefulSet(cluster, {
         flavor: primary?.server.flavor ?? flavor,
-        replicas: desired,
+        replicas: stsReplicas,
         configHash: configHash(cm),
         ...(liveTemplates ? { liveClaimTemplates: liveTemplates.map((t) => ({ apiVersion: t.apiVersion ?? "v1", kind: t.kind ?? "PersistentVolumeClaim", metadata: { name: t.metadata?.name, labels: t.metadata?.labels }, spec: t.spec })) } : {}),
       }),
@@ -230,7 +254,7 @@ export class ClusterReconciler implements Reconciler {
       members.push({ ordinal: primaryOrdinal, pod: primaryPod, status });
     }
     for (const [ordinal, pod] of [...pods].sort(([a], [b]) => a - b)) {
-      if (ordinal === primaryOrdinal || ordinal >= desired) continue;
+      if (ordinal === primaryOrdinal || ordinal >= stsReplicas) continue;
       const status: MemberStatus = { name: podName(name, ordinal), role: "replica", ready: false };
       members.push({ ordinal, pod, status });
       if (!primary || !primaryState) {
@@ -249,8 +273,18 @@ export class ClusterReconciler implements Reconciler {
     // 6. Pods: role label and readiness gate.
     for (const m of members) await this.updatePod(m, ns);
 
-    // 7. Status.
-    return this.report(cluster, members, desired, primary, ctx);
+    // 7. One step of a rolling update — or, first of all, the switchover a scale-in needs.
+    // (Right after the StatefulSet changed, the cache still has the old one: its revisions say nothing yet.)
+    const rollout = primaryLeaving
+      ? await this.moveOffLeavingPrimary(cluster, members, primaryOrdinal, desired, replicationPassword, ctx)
+      : await this.rollout(cluster, stsChanged ? undefined : liveSts, members, desired, replicationPassword, ctx);
+    if (rollout.fields.currentPrimary !== undefined && rollout.fields.currentPrimary !== cluster.status?.currentPrimary) {
+      // Switched over: the status was written already; everything is looked at again from the new primary.
+      return { requeueAfter: 100 };
+    }
+
+    // 8. Status.
+    return this.report(cluster, members, desired, primary, rollout, ctx);
   }
 
   /** The cluster's pods by ordinal (from the cache, which watches this namespace's pods). */
@@ -267,9 +301,10 @@ export class ClusterReconciler implements Reconciler {
     return out;
   }
 
-  private async apply(rt: Parameters<typeof applyIfChanged>[1], desired: KubeObject): Promise<void> {
+  /** Applies `desired` unless the cached object matches it; true when it wrote. */
+  private async apply(rt: Parameters<typeof applyIfChanged>[1], desired: KubeObject): Promise<boolean> {
     const live = this.d.cache.get(rt, desired.metadata.namespace, desired.metadata.name ?? "");
-    await applyIfChanged(this.d.client, rt, desired, live);
+    return applyIfChanged(this.d.client, rt, desired, live);
   }
 
   /** The generated Secrets exist (created once, never overwritten); returns the replication password. */
@@ -369,7 +404,7 @@ export class ClusterReconciler implements Reconciler {
     let replica = await readReplica(conn);
     if (!replica.configured || replica.sourceHost !== source.host || replica.sourcePort !== source.port) {
       const state = await readServer(conn);
-      if (!(await primaryHasHistoryFor(primary, state.replicaPosition))) {
+      if (!(await primaryHasHistoryFor(primary, state.gtidExecuted))) {
         if (state.userDatabases > 0) {
           status.message = "the primary no longer has the binary logs this server needs, and the server holds data, so it cannot be seeded; delete its volume to have it seeded from scratch";
           return;
@@ -439,14 +474,162 @@ export class ClusterReconciler implements Reconciler {
     }
   }
 
-  private async report(cluster: MySQLCluster, members: Observed[], desired: number, primary: InstanceConnection | undefined, ctx: ReconcileContext): Promise<Result> {
+  /** Decides and takes one step of a rolling update (see rollout.ts). */
+  private async rollout(cluster: MySQLCluster, sts: StatefulSetObject | undefined, members: Observed[], desired: number, replicationPassword: string, ctx: ReconcileContext): Promise<RolloutOutcome> {
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    const image = cluster.spec.image ?? "mariadb:11.4";
+    const revision = sts?.status?.updateRevision;
+    if (!sts || !revision || (sts.status?.observedGeneration ?? 0) < (sts.metadata.generation ?? 0)) {
+      return {
+        fields: { targetImage: image },
+        condition: { type: "Upgrading", status: "True", reason: "RollingUpdate", message: "waiting for the StatefulSet controller to take the current template" },
+        rolling: true,
+        requeueAfter: 1_000,
+      };
+    }
+    const flavor = cluster.status?.flavor ?? flavorOfImage(image);
+    const view: RolloutMember[] = members.map((m) => ({
+      ordinal: m.ordinal,
+      name: m.status.name,
+      role: m.status.role,
+      ready: m.status.ready,
+      updated: m.pod.metadata.labels?.[REVISION_LABEL] === revision,
+      progress: m.status.gtidExecuted ? gtidCount(flavor, m.status.gtidExecuted) : 0n,
+    }));
+    const updated = view.filter((m) => m.updated).length;
+    const fields: Partial<MySQLClusterStatus> = { targetImage: image, updatedReplicas: updated, updated: `${updated}/${desired}` };
+    const strategy = cluster.spec.updateStrategy ?? {};
+    const decision = planRollout({
+      members: view,
+      desired,
+      requestedPrimary: cluster.spec.primary,
+      inProgress: cluster.status?.rollout,
+      paused: strategy.paused ?? false,
+      healthGateSeconds: strategy.healthGateSeconds ?? 300,
+      now: new Date(),
+    });
+    const previous = findCondition(cluster.status?.conditions, "Upgrading");
+    switch (decision.kind) {
+      case "complete": {
+        if (cluster.status?.rollout || (cluster.status?.currentImage !== undefined && cluster.status.currentImage !== image)) {
+          await this.d.events.record(cluster, "Normal", "RolloutComplete", `All ${desired} servers run the current template (image ${image})`);
+        }
+        return { fields: { ...fields, currentImage: image, rollout: undefined }, condition: { type: "Upgrading", status: "False", reason: "UpToDate", message: `all ${desired} servers run the current template (image ${image})` }, rolling: false };
+      }
+      case "wait":
+        return { fields, condition: { type: "Upgrading", status: "True", reason: "RollingUpdate", message: decision.message }, rolling: true, requeueAfter: 2_000 };
+      case "blocked": {
+        if (previous?.reason !== decision.reason) {
+          ctx.log.info("rollout stopped", { reason: decision.reason, pod: decision.pod });
+          await this.d.events.record(cluster, decision.reason === "Paused" ? "Normal" : "Warning", decision.reason, decision.message);
+        }
+        return { fields, condition: { type: "Upgrading", status: "False", reason: decision.reason, message: decision.message }, rolling: false, requeueAfter: decision.reason === "Paused" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS };
+      }
+      case "restart": {
+        ctx.log.info("restarting a pod for the rollout", { pod: decision.pod, role: decision.role, revision });
+        // On record before the pod goes: the health gate counts from here, whatever happens next.
+        const inProgress = { pod: decision.pod, startedAt: new Date().toISOString() };
+        await this.recordStatus(cluster, { rollout: inProgress }, (s) => s.rollout?.startedAt === inProgress.startedAt);
+        await this.d.events.record(cluster, "Normal", "PodRestarted", `Restarting ${decision.pod} (${decision.role}) to apply revision ${revision}; ${updated}/${desired} updated`);
+        await this.d.client.delete(builtin.pod, ns, decision.pod).catch(ignoreNotFound);
+        this.d.connector.forget(ns, memberPoolName(name, decision.ordinal));
+        return {
+          fields: { ...fields, rollout: inProgress },
+          condition: { type: "Upgrading", status: "True", reason: "RollingUpdate", message: `restarting ${decision.pod} (${decision.role}); ${updated}/${desired} updated` },
+          rolling: true,
+          requeueAfter: 2_000,
+        };
+      }
+      case "switchover":
+        return this.switchTo(cluster, members, decision.from, decision.to, replicationPassword, fields, ctx);
+    }
+  }
+
+  /** Scaling in would remove the primary: it moves to the most caught-up Ready replica that stays. */
+  private async moveOffLeavingPrimary(cluster: MySQLCluster, members: Observed[], primaryOrdinal: number, desired: number, replicationPassword: string, ctx: ReconcileContext): Promise<RolloutOutcome> {
+    const flavor = cluster.status?.flavor ?? flavorOfImage(cluster.spec.image ?? "mariadb:11.4");
+    const from = members.find((m) => m.ordinal === primaryOrdinal);
+    const staying = members
+      .filter((m) => m.ordinal < desired && m.status.role === "replica" && m.status.ready)
+      .sort((a, b) => {
+        const x = gtidCount(flavor, b.status.gtidExecuted ?? "");
+        const y = gtidCount(flavor, a.status.gtidExecuted ?? "");
+        return x > y ? 1 : x < y ? -1 : a.ordinal - b.ordinal;
+      })[0];
+    const message = `scaling in to ${desired} removes the primary ${podName(cluster.metadata.name ?? "", primaryOrdinal)}: switching over first`;
+    if (!from || !staying) {
+      return { fields: {}, condition: { type: "Upgrading", status: "True", reason: "SwitchoverForScaleIn", message: `${message}; waiting for a Ready replica among the servers that stay` }, rolling: true, requeueAfter: CONVERGING_REQUEUE_MS };
+    }
+    return this.switchTo(cluster, members, { ordinal: from.ordinal, name: from.status.name }, { ordinal: staying.ordinal, name: staying.status.name }, replicationPassword, {}, ctx);
+  }
+
+  /** A planned switchover (see replication/switchover.ts), then the role moved: status first, then labels, then the old primary follows. */
+  private async switchTo(
+    cluster: MySQLCluster,
+    members: Observed[],
+    from: { ordinal: number; name: string },
+    to: { ordinal: number; name: string },
+    replicationPassword: string,
+    fields: Partial<MySQLClusterStatus>,
+    ctx: ReconcileContext,
+  ): Promise<RolloutOutcome> {
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    const fromPod = members.find((m) => m.ordinal === from.ordinal)?.pod;
+    const toPod = members.find((m) => m.ordinal === to.ordinal)?.pod;
+    await this.d.events.record(cluster, "Normal", "SwitchoverStarted", `Switching the primary from ${from.name} to ${to.name}: ${from.name} is read-only until ${to.name} has applied all of its transactions`);
+    try {
+      const oldPrimary = await connectMember(this.d.connector, cluster, from.ordinal, fromPod?.metadata.uid ?? "");
+      const candidate = await connectMember(this.d.connector, cluster, to.ordinal, toPod?.metadata.uid ?? "");
+      const result = await switchover(oldPrimary, candidate, SWITCHOVER_CATCH_UP_MS);
+      // The new primary is on record before anything else: a restart from here on finds it.
+      await this.recordStatus(cluster, { currentPrimary: to.name }, (s) => s.currentPrimary === to.name);
+      await this.d.client.patch(builtin.pod, ns, to.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);
+      await this.d.client.patch(builtin.pod, ns, from.name, { metadata: { labels: { [ROLE_LABEL]: "replica" } } }).catch(ignoreNotFound);
+      const source = await this.d.addresses.resolve({ host: podHost(name, ns, to.ordinal), port: MYSQL_PORT });
+      await startReplica(oldPrimary, source, replicationPassword);
+      ctx.log.info("switched over", { from: from.name, to: to.name, readOnlyMs: result.readOnlyMs });
+      await this.d.events.record(cluster, "Normal", "SwitchedOver", `${to.name} is the primary (was ${from.name}); writes were refused for ${result.readOnlyMs} ms; no transaction was left behind (GTID ${result.position})`);
+      return { fields: { ...fields, currentPrimary: to.name }, condition: { type: "Upgrading", status: "True", reason: "RollingUpdate", message: `switched over to ${to.name}` }, rolling: true };
+    } catch (err) {
+      if (!(err instanceof SwitchoverError) && !(err instanceof MySQLError)) throw err;
+      await this.d.events.record(cluster, "Warning", "SwitchoverFailed", `Switching over from ${from.name} to ${to.name} failed: ${err.message}`);
+      return { fields, condition: { type: "Upgrading", status: "False", reason: "SwitchoverFailed", message: `switching over to ${to.name} failed: ${err.message}; tried again in 30 s` }, rolling: false, requeueAfter: STEADY_REQUEUE_MS };
+    }
+  }
+
+  /**
+   * Writes a decision into status before acting on it (the new primary, the
+   * pod about to restart), from a fresh read so a stale cache cannot make it
+   * fail, and waits until the cache has it: no later reconcile acts without it.
+   */
+  private async recordStatus(cluster: MySQLCluster, fields: Partial<MySQLClusterStatus>, inCache: (s: MySQLClusterStatus) => boolean): Promise<void> {
+    const ns = cluster.metadata.namespace ?? "";
+    const name = cluster.metadata.name ?? "";
+    for (let attempt = 0; ; attempt++) {
+      const live = await this.d.client.get<MySQLCluster>(RT, ns, name);
+      try {
+        await this.d.client.updateStatus(RT, { ...live, status: { ...live.status, ...fields } });
+        break;
+      } catch (err) {
+        if (attempt >= 5 || !isConflict(err)) throw err;
+      }
+    }
+    const until = Date.now() + 10_000;
+    while (!inCache(this.d.cache.get<MySQLCluster>(RT, ns, name)?.status ?? {}) && Date.now() < until) await sleep(20);
+  }
+
+  private async report(cluster: MySQLCluster, members: Observed[], desired: number, primary: InstanceConnection | undefined, rollout: RolloutOutcome, ctx: ReconcileContext): Promise<Result> {
     const name = cluster.metadata.name ?? "";
     const statuses = members.map((m) => m.status);
     const ready = statuses.filter((s) => s.ready).length;
     const primaryStatus = statuses.find((s) => s.role === "primary");
     const replicas = statuses.filter((s) => s.role === "replica");
     const phase: MySQLClusterStatus["phase"] =
-      ready === desired && members.length === desired
+      rollout.rolling && primaryStatus?.ready && members.length === desired
+        ? "Upgrading"
+        : ready === desired && members.length === desired
         ? "Running"
         : !primaryStatus?.ready
           ? cluster.status?.phase === "Running" || cluster.status?.phase === "Degraded" ? "Degraded" : "Provisioning"
@@ -468,6 +651,7 @@ export class ClusterReconciler implements Reconciler {
         : replicas.every((r) => r.ioThread && r.sqlThread)
           ? { type: "Replicating", status: "True", reason: "ReplicationRunning", message: `${replicas.length} replica(s) replicating` }
           : { type: "Replicating", status: "False", reason: "ReplicationStopped", message: replicas.filter((r) => !(r.ioThread && r.sqlThread)).map((r) => `${r.name}: ${r.message ?? "not replicating"}`).join("; ") },
+      rollout.condition,
     ];
     const before = cluster.status?.phase;
     await writeStatus(
@@ -483,6 +667,7 @@ export class ClusterReconciler implements Reconciler {
         ...(primaryStatus ? { currentPrimary: primaryStatus.name } : {}),
         ...(primary ? { flavor: primary.server.flavor, serverVersion: primary.server.version } : {}),
         members: statuses,
+        ...rollout.fields,
       },
       phase === "Running" ? { status: "True", reason: "Running", message } : { status: "False", reason: phase ?? "Provisioning", message },
       others,
@@ -491,7 +676,7 @@ export class ClusterReconciler implements Reconciler {
       ctx.log.info("cluster phase changed", { from: before, to: phase });
       if (phase === "Running") await this.d.events.record(cluster, "Normal", "Running", message);
     }
-    return { requeueAfter: phase === "Running" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS };
+    return { requeueAfter: Math.min(rollout.requeueAfter ?? STEADY_REQUEUE_MS, phase === "Running" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS) };
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gtidContains, gtidListOfEvent, parseMariaDBPosition, parseMySQLGtidSet } from "./gtid.ts";
+import { gtidContains, gtidCount, gtidListOfEvent, parseMariaDBPosition, parseMySQLGtidSet } from "./gtid.ts";
 
 const U1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
 const U2 = "8b2e0f3c-1a2b-11ee-8c99-0242ac120002";
@@ -45,5 +45,13 @@ describe("MySQL GTID sets", () => {
     expect(gtidContains("MySQL", `${U1}:1-100,${U2}:1-2`, `${U1}:1-100,${U2}:1-3`)).toBe(false);
     expect(gtidContains("MySQL", `${U1}:1-10:20-30`, `${U1}:5-25`)).toBe(false);
     expect(gtidContains("MySQL", `${U1}:1-10`, "")).toBe(true);
+  });
+});
+
+describe("progress", () => {
+  it("counts transactions", () => {
+    expect(gtidCount("MariaDB", "0-1000-10,1-1000-5")).toBe(15n);
+    expect(gtidCount("MySQL", `${U1}:1-10:12,${U2}:1-3`)).toBe(14n);
+    expect(gtidCount("MariaDB", "")).toBe(0n);
   });
 });

@@ -78,3 +78,11 @@ export function gtidListOfEvent(info: string): string {
   if (!m) throw new Error(`not a Gtid_list event: ${JSON.stringify(info)}`);
   return m[1] ?? "";
 }
+
+/** How many transactions a position or set stands for, to compare members' progress. */
+export function gtidCount(flavor: Flavor, text: string): bigint {
+  if (flavor === "MariaDB") return [...parseMariaDBPosition(text).values()].reduce((a, b) => a + b, 0n);
+  let n = 0n;
+  for (const intervals of parseMySQLGtidSet(text).values()) for (const [first, last] of intervals) n += last - first + 1n;
+  return n;
+}

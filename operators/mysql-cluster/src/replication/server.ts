@@ -15,8 +15,6 @@ export interface ServerState {
   readOnly: boolean;
   /** Everything the server has executed: MariaDB gtid_current_pos, MySQL gtid_executed. */
   gtidExecuted: string;
-  /** MariaDB: the position a replica resumes from (gtid_slave_pos); MySQL: same as gtidExecuted. */
-  replicaPosition: string;
   /** Databases other than the server's own: an empty server may be seeded. */
   userDatabases: number;
 }
@@ -46,8 +44,8 @@ export async function readServer(conn: InstanceConnection): Promise<ServerState>
   const mariadb = conn.server.flavor === "MariaDB";
   const [row] = await conn.query<Row>(
     mariadb
-      ? "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_current_pos AS executed, @@GLOBAL.gtid_slave_pos AS replica_pos"
-      : "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_executed AS executed, @@GLOBAL.gtid_executed AS replica_pos",
+      ? "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_current_pos AS executed"
+      : "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_executed AS executed",
   );
   const [count] = await conn.query<Row>(
     `SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN (${SYSTEM_DATABASES.map(() => "?").join(",")})`,
@@ -57,7 +55,6 @@ export async function readServer(conn: InstanceConnection): Promise<ServerState>
     serverId: Number(str(row, "server_id") ?? 0),
     readOnly: Number(str(row, "read_only") ?? 0) === 1,
     gtidExecuted: str(row, "executed") ?? "",
-    replicaPosition: str(row, "replica_pos") ?? "",
     userDatabases: Number(str(count, "n") ?? 0),
   };
 }
@@ -82,9 +79,17 @@ export async function readReplica(conn: InstanceConnection): Promise<ReplicaStat
   };
 }
 
-/** The primary: writable, with the replication account. Writes only what is not so already. */
+/**
+ * The primary: not replicating from anyone, writable, with the replication
+ * account. Writes only what is not so already. (A server promoted by a
+ * switchover that was interrupted is finished here.)
+ */
 export async function preparePrimary(conn: InstanceConnection, state: ServerState, replicationPassword: string): Promise<string[]> {
   const done: string[] = [];
+  if ((await readReplica(conn)).configured) {
+    await stopReplica(conn);
+    done.push("stopped replicating");
+  }
   if (state.readOnly) {
     await conn.query(conn.server.flavor === "MySQL" ? "SET GLOBAL super_read_only = OFF" : "SET GLOBAL read_only = OFF");
     if (conn.server.flavor === "MySQL") await conn.query("SET GLOBAL read_only = OFF");
@@ -104,14 +109,14 @@ export async function setServerId(conn: InstanceConnection, serverId: number): P
 }
 
 /**
- * Whether a server at `replicaPosition` can catch up from the primary's binary
+ * Whether a server that executed `executed` can catch up from the primary's binary
  * logs, or needs the data copied first because the primary purged some of
  * what it still lacks.
  */
-export async function primaryHasHistoryFor(primary: InstanceConnection, replicaPosition: string): Promise<boolean> {
+export async function primaryHasHistoryFor(primary: InstanceConnection, executed: string): Promise<boolean> {
   if (primary.server.flavor === "MySQL") {
     const [row] = await primary.query<Row>("SELECT @@GLOBAL.gtid_purged AS purged");
-    return gtidContains("MySQL", replicaPosition, str(row, "purged") ?? "");
+    return gtidContains("MySQL", executed, str(row, "purged") ?? "");
   }
   const logs = await primary.query<Row>("SHOW BINARY LOGS");
   const first = str(logs[0], "Log_name");
@@ -120,7 +125,7 @@ export async function primaryHasHistoryFor(primary: InstanceConnection, replicaP
   const list = events.find((e) => str(e, "Event_type") === "Gtid_list");
   // The Gtid_list at the start of the oldest log names what came before it: gone.
   const purged = list ? gtidListOfEvent(str(list, "Info") ?? "[]") : "";
-  return gtidContains("MariaDB", replicaPosition, purged);
+  return gtidContains("MariaDB", executed, purged);
 }
 
 export interface SourceAddress {
@@ -133,7 +138,8 @@ export async function startReplica(conn: InstanceConnection, source: SourceAddre
   if (conn.server.flavor === "MariaDB") {
     await conn.query("STOP SLAVE");
     await conn.query(
-      "CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 5",
+      // current_pos: what the server executed, as a replica or as a former primary alike.
+      "CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = current_pos, MASTER_CONNECT_RETRY = 5",
       [source.host, source.port, REPLICATION_USER, password],
       [password],
     );

@@ -92,15 +92,20 @@ export function podDisruptionBudget(cluster: MySQLCluster): KubeObject {
   } as KubeObject;
 }
 
-/** The MySQLInstance other operators use: the primary Service, as root. */
-export function publishedInstance(cluster: MySQLCluster): MySQLInstance {
+/**
+ * The MySQLInstance other operators use: the primary Service, as root. It
+ * carries the cluster's target label (`--target`), so the managers that act
+ * on the cluster's DatabaseUsers and backups see it.
+ */
+export function publishedInstance(cluster: MySQLCluster, targetLabel = "stateward.io/target"): MySQLInstance {
   const name = cluster.metadata.name ?? "";
   const ns = cluster.metadata.namespace ?? "";
   const root = rootSecretRef(cluster);
+  const target = cluster.metadata.labels?.[targetLabel];
   return {
     apiVersion: MySQLInstanceKind.apiVersion,
     kind: MySQLInstanceKind.kind,
-    metadata: meta(cluster, clusterNames(name).instance),
+    metadata: meta(cluster, clusterNames(name).instance, target === undefined ? {} : { labels: { [targetLabel]: target } }),
     spec: {
       host: primaryHost(name, ns),
       port: MYSQL_PORT,

@@ -1,0 +1,243 @@
+// Rolling changes of a MySQLCluster, done as a careful DBA would: replicas
+// first (highest ordinal first), each back Ready and caught up before the
+// next, then a planned switchover, then the old primary. A client writing
+// through the primary endpoint the whole time loses no acknowledged write and
+// is refused writes only during the switchover. A pod that never becomes
+// Ready pauses the rollout; reverting the image recovers. A resources change
+// (scale-up) runs the same sequence.
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import mysql from "mysql2/promise";
+import { Manager, builtin, captureLogs, findCondition, type KubeObject } from "@stateward/core";
+import { MySQLClusterKind, clusterNames, createMySQLClusterOperator, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
+import { LocalPodServers } from "../../support/mysql-pods.ts";
+import { waitFor } from "../../support/wait.ts";
+
+const env = inject("environment");
+const client = testClient(env.kubeconfig);
+const MYC = MySQLClusterKind.resource;
+let ns: string;
+let servers: LocalPodServers;
+let manager: Manager;
+
+interface Event extends KubeObject {
+  reason?: string;
+  note?: string;
+  eventTime?: string;
+  regarding?: { name?: string };
+}
+
+async function events(name: string): Promise<Event[]> {
+  const list = await client.list<Event>(builtin.event, { namespace: ns });
+  return list.items.filter((e) => e.regarding?.name === name).sort((a, b) => (a.eventTime ?? "").localeCompare(b.eventTime ?? ""));
+}
+
+/** Pods restarted by the operator, in order, with the switchovers between them. */
+async function history(name: string, since: string): Promise<string[]> {
+  return (await events(name))
+    .filter((e) => (e.eventTime ?? "") >= since && (e.reason === "PodRestarted" || e.reason === "SwitchedOver"))
+    .map((e) => (e.reason === "PodRestarted" ? (/^Restarting (\S+)/.exec(e.note ?? "")?.[1] ?? "?") : `switchover to ${/^(\S+) is the primary/.exec(e.note ?? "")?.[1] ?? "?"}`));
+}
+
+async function settled(name: string, replicas: number, timeoutMs = 300_000): Promise<MySQLCluster> {
+  return waitFor(`${name} rolled out and Running`, async () => {
+    const c = await client.get<MySQLCluster>(MYC, ns, name);
+    const upgrading = findCondition(c.status?.conditions, "Upgrading");
+    if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.updatedReplicas === replicas && upgrading?.reason === "UpToDate" && c.status.observedGeneration === c.metadata.generation) return c;
+    throw new Error(`phase ${c.status?.phase}, updated ${c.status?.updated}, Upgrading ${upgrading?.reason}: ${upgrading?.message}; Ready: ${findCondition(c.status?.conditions, "Ready")?.message}${servers.describeFailures()}`);
+  }, timeoutMs, 500);
+}
+
+async function rootPassword(name: string): Promise<string> {
+  const s = await client.get<KubeObject & { data: Record<string, string> }>(builtin.secret, ns, clusterNames(name).rootSecret);
+  return Buffer.from(s.data.password ?? "", "base64").toString("utf8");
+}
+
+async function onPrimary(name: string, password: string, sql: string, values: unknown[] = []): Promise<unknown[]> {
+  const address = await servers.resolve({ host: primaryHost(name, ns), port: 3306 });
+  const conn = await mysql.createConnection({ ...address, user: "root", password });
+  try {
+    const [rows] = await conn.query(sql, values);
+    return rows as unknown[];
+  } finally {
+    await conn.end();
+  }
+}
+
+/**
+ * An application writing through the primary endpoint as fast as it can, one
+ * row per statement, reconnecting wherever the endpoint points on a failure —
+ * with an account without SUPER, which read-only stops.
+ */
+class Writer {
+  readonly acknowledged: number[] = [];
+  readonly failures: number[] = [];
+  private stopped = false;
+  private done: Promise<void> | undefined;
+
+  start(name: string): this {
+    this.done = (async () => {
+      let conn: mysql.Connection | undefined;
+      let next = 1;
+      while (!this.stopped) {
+        try {
+          if (!conn) {
+            const address = await servers.resolve({ host: primaryHost(name, ns), port: 3306 });
+            conn = await mysql.createConnection({ ...address, user: "writer", password: "Writer-Pass-1", connectTimeout: 1000 });
+          }
+          await conn.query("INSERT INTO app.writes (id) VALUES (?)", [next]);
+          this.acknowledged.push(next);
+          next++;
+        } catch {
+          this.failures.push(Date.now());
+          await conn?.end().catch(() => undefined);
+          conn = undefined;
+          await sleep(20);
+        }
+        await sleep(10);
+      }
+      await conn?.end().catch(() => undefined);
+    })();
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.done;
+  }
+}
+
+beforeAll(async () => {
+  ns = await freshNamespace(client, "rollout");
+  servers = new LocalPodServers(client, join(env.dir, "rollout"), ns).start();
+  manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: captureLogs().logger, gracefulShutdownMs: 10_000 }).load(
+    createMySQLClusterOperator({ addresses: servers }),
+  );
+  await manager.start();
+}, 120_000);
+
+afterAll(async () => {
+  await manager?.stop();
+  await servers?.stop();
+  if (ns) await deleteNamespace(client, ns);
+}, 120_000);
+
+describe("an image change on a 3-server cluster", () => {
+  const name = "roll";
+  let password: string;
+
+  it("rolls the replicas, highest first, switches over, rolls the old primary last — losing no acknowledged write", async () => {
+    await client.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 3, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 120 } } });
+    const before = await settled(name, 3);
+    expect(before.status?.currentPrimary).toBe("roll-0");
+    expect(before.status?.currentImage).toBe("mariadb:11.4");
+    password = await rootPassword(name);
+    await onPrimary(name, password, "CREATE DATABASE app");
+    await onPrimary(name, password, "CREATE TABLE app.writes (id INT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))");
+    await onPrimary(name, password, "CREATE USER writer@'%' IDENTIFIED BY 'Writer-Pass-1'");
+    await onPrimary(name, password, "GRANT SELECT, INSERT ON app.* TO writer@'%'");
+
+    const writer = new Writer().start(name);
+    await sleep(1000);
+    const since = new Date().toISOString();
+    await client.patch(MYC, ns, name, { spec: { image: "mariadb:11.4.9" } });
+    const after = await settled(name, 3);
+    await sleep(1000);
+    await writer.stop();
+
+    const order = await history(name, since);
+    expect(order).toEqual(["roll-2", "roll-1", `switchover to ${after.status?.currentPrimary}`, "roll-0"]);
+    expect(after.status?.currentPrimary).not.toBe("roll-0");
+    expect(after.status?.currentImage).toBe("mariadb:11.4.9");
+    expect(after.status?.updated).toBe("3/3");
+
+    // Every acknowledged write is there; refused writes happened only around the switchover.
+    const stored = new Set(((await onPrimary(name, password, "SELECT id FROM app.writes")) as { id: number }[]).map((r) => r.id));
+    const lost = writer.acknowledged.filter((id) => !stored.has(id));
+    expect(lost, "acknowledged writes missing after the rollout").toEqual([]);
+    expect(writer.acknowledged.length).toBeGreaterThan(100);
+    const switched = (await events(name)).find((e) => e.reason === "SwitchedOver" && (e.eventTime ?? "") >= since);
+    const started = (await events(name)).find((e) => e.reason === "SwitchoverStarted" && (e.eventTime ?? "") >= since);
+    const from = Date.parse(started?.eventTime ?? "") - 500;
+    const to = Date.parse(switched?.eventTime ?? "") + 3000;
+    const outside = writer.failures.filter((t) => t < from || t > to);
+    expect(outside.map((t) => new Date(t).toISOString()), `write failures outside the switchover (${started?.eventTime} to ${switched?.eventTime})`).toEqual([]);
+    const window = writer.failures.length ? Math.max(...writer.failures) - Math.min(...writer.failures) : 0;
+    console.log(`rollout of 3 servers: ${writer.acknowledged.length} writes acknowledged, ${writer.failures.length} refused, write unavailability ${window} ms (${switched?.note})`);
+  }, 420_000);
+
+  it("runs a resources change (scale-up) the same way: the primary is restarted last", async () => {
+    const primary = (await client.get<MySQLCluster>(MYC, ns, name)).status?.currentPrimary;
+    const since = new Date().toISOString();
+    await client.patch(MYC, ns, name, { spec: { resources: { requests: { cpu: "500m", memory: "1Gi" }, limits: { memory: "2Gi" } } } });
+    const after = await settled(name, 3);
+    const order = await history(name, since);
+    expect(order).toHaveLength(4);
+    expect(order[2]).toMatch(/^switchover to /);
+    expect(order[3]).toBe(primary);
+    expect(order.slice(0, 2)).not.toContain(primary);
+    const sts = await client.get<KubeObject & { spec: { template: { spec: { containers: { resources?: unknown }[] } } } }>(builtin.statefulSet, ns, name);
+    expect(sts.spec.template.spec.containers[0]?.resources).toEqual({ requests: { cpu: "500m", memory: "1Gi" }, limits: { memory: "2Gi" } });
+    expect(after.status?.currentPrimary).not.toBe(primary);
+  }, 420_000);
+
+  it("switches over on request (spec.primary)", async () => {
+    const current = (await client.get<MySQLCluster>(MYC, ns, name)).status?.currentPrimary;
+    const target = ["roll-0", "roll-1", "roll-2"].find((p) => p !== current) ?? "roll-0";
+    await client.patch(MYC, ns, name, { spec: { primary: Number(target.slice(-1)) } });
+    const after = await waitFor(`${target} primary`, async () => {
+      const c = await client.get<MySQLCluster>(MYC, ns, name);
+      return c.status?.currentPrimary === target && c.status.phase === "Running" && c.status.readyReplicas === 3 ? c : undefined;
+    }, 120_000, 500);
+    expect(after.status?.members?.find((m) => m.role === "primary")?.name).toBe(target);
+    const pods = await client.list(builtin.pod, { namespace: ns, labelSelector: "app.kubernetes.io/instance=roll,stateward.io/role=primary" });
+    expect(pods.items.map((p) => p.metadata.name)).toEqual([target]);
+    // The old primary follows the new one.
+    const old = after.status?.members?.find((m) => m.name === current);
+    expect(old).toMatchObject({ role: "replica", ready: true, ioThread: true, sqlThread: true });
+    expect((await events(name)).some((e) => e.reason === "SwitchedOver" && (e.note ?? "").startsWith(`${target} is the primary (was ${current})`))).toBe(true);
+  }, 180_000);
+});
+
+describe("a change that breaks a server", () => {
+  const name = "gate";
+
+  it("pauses at the health gate, names the pod, and recovers when the image is reverted", async () => {
+    await client.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 2, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 10 } } });
+    await settled(name, 2);
+    // LocalPodServers cannot start a server from an image tagged "broken": like a crash-looping container.
+    await client.patch(MYC, ns, name, { spec: { image: "mariadb:broken" } });
+    const paused = await waitFor("HealthGateFailed", async () => {
+      const c = await client.get<MySQLCluster>(MYC, ns, name);
+      return findCondition(c.status?.conditions, "Upgrading")?.reason === "HealthGateFailed" ? c : undefined;
+    }, 120_000, 500);
+    expect(findCondition(paused.status?.conditions, "Upgrading")?.message).toMatch(/gate-1 did not become Ready/);
+    expect(paused.status?.currentPrimary).toBe("gate-0");
+    expect((await events(name)).some((e) => e.reason === "HealthGateFailed" && /gate-1/.test(e.note ?? ""))).toBe(true);
+    // Paused means paused: the primary is not touched.
+    await sleep(3000);
+    expect((await history(name, "")).filter((p) => p === "gate-0")).toEqual([]);
+
+    await client.patch(MYC, ns, name, { spec: { image: "mariadb:11.4" } });
+    const recovered = await settled(name, 2, 180_000);
+    expect(recovered.status?.currentPrimary).toBe("gate-0");
+    expect(recovered.status?.currentImage).toBe("mariadb:11.4");
+  }, 360_000);
+
+  it("does not roll while paused", async () => {
+    await client.patch(MYC, ns, name, { spec: { updateStrategy: { paused: true }, config: { max_connections: "123" } } });
+    const paused = await waitFor("Paused", async () => {
+      const c = await client.get<MySQLCluster>(MYC, ns, name);
+      return findCondition(c.status?.conditions, "Upgrading")?.reason === "Paused" ? c : undefined;
+    }, 60_000, 500);
+    expect(paused.status?.updated).toBe("0/2");
+    const since = new Date().toISOString();
+    await sleep(3000);
+    expect(await history(name, since)).toEqual([]);
+    await client.patch(MYC, ns, name, { spec: { updateStrategy: { paused: false } } });
+    await settled(name, 2, 180_000);
+    expect(await client.get<KubeObject & { data: Record<string, string> }>(builtin.configMap, ns, clusterNames(name).configMap).then((cm) => cm.data["my.cnf"])).toMatch(/max_connections = 123/);
+  }, 300_000);
+});

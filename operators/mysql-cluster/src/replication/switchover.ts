@@ -1,0 +1,62 @@
+// A planned switchover, as a DBA does it: the old primary stops taking writes
+// (read-only), the candidate applies everything the old primary had, then the
+// candidate stops replicating and becomes writable. Only then is the primary
+// role moved (by the caller: status, labels, the other replicas). No write the
+// old primary acknowledged is lost: the candidate is only promoted once its
+// executed GTIDs contain the old primary's final position.
+import { setTimeout as sleep } from "node:timers/promises";
+import type { InstanceConnection } from "@stateward/mysql";
+import { gtidContains } from "./gtid.ts";
+import { readServer, stopReplica } from "./server.ts";
+
+export class SwitchoverError extends Error {
+  override readonly name = "SwitchoverError";
+}
+
+export interface SwitchoverResult {
+  /** The old primary's final position, which the new primary has applied. */
+  position: string;
+  /** How long writes were refused (read-only to promotion), in milliseconds. */
+  readOnlyMs: number;
+}
+
+async function setReadOnly(conn: InstanceConnection, on: boolean): Promise<void> {
+  const value = on ? "ON" : "OFF";
+  if (conn.server.flavor === "MySQL") {
+    // super_read_only also stops accounts with SUPER; turning it off must come first, on last.
+    if (on) await conn.query(`SET GLOBAL super_read_only = ${value}`);
+    else await conn.query(`SET GLOBAL super_read_only = ${value}`).then(() => conn.query(`SET GLOBAL read_only = ${value}`));
+    return;
+  }
+  await conn.query(`SET GLOBAL read_only = ${value}`);
+}
+
+/**
+ * Moves the primary role from `from` to `to` (a caught-up replica of it).
+ * On failure before the promotion the old primary is made writable again.
+ * @throws SwitchoverError when the candidate does not catch up in time
+ */
+export async function switchover(from: InstanceConnection, to: InstanceConnection, catchUpMs: number): Promise<SwitchoverResult> {
+  const flavor = from.server.flavor;
+  await setReadOnly(from, true);
+  const started = performance.now();
+  let position: string;
+  try {
+    position = (await readServer(from)).gtidExecuted;
+    const until = Date.now() + catchUpMs;
+    for (;;) {
+      const state = await readServer(to);
+      if (gtidContains(flavor, state.gtidExecuted, position)) break;
+      if (Date.now() > until) {
+        throw new SwitchoverError(`the candidate had not applied the primary's transactions (up to ${position}) after ${Math.round(catchUpMs / 1000)} s; the old primary takes writes again`);
+      }
+      await sleep(50);
+    }
+    await stopReplica(to);
+    await setReadOnly(to, false);
+  } catch (err) {
+    await setReadOnly(from, false).catch(() => undefined);
+    throw err;
+  }
+  return { position, readOnlyMs: Math.round(performance.now() - started) };
+}
