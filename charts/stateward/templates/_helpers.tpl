@@ -113,7 +113,8 @@ with get before each status write (they run long after the reconcile that starte
 mysql-cluster: MySQLCluster and everything it owns, server-side applied (StatefulSet, Services,
 ConfigMap, PodDisruptionBudget, the MySQLInstance of its primary; garbage collection deletes
 them), the root and replication Secrets it generates, the role label and readiness-gate
-condition it keeps on the cluster's Pods, and the Pods it deletes one at a time in a rollout.
+condition it keeps on the cluster's Pods, the Pods it deletes one at a time in a rollout, and
+the MySQLBackups it looks for (none may run during a rollout) or takes before one.
 */}}
 {{- define "stateward.rules.mysqlCluster" -}}
 - apiGroups: ["stateward.io"]
@@ -146,6 +147,9 @@ condition it keeps on the cluster's Pods, and the Pods it deletes one at a time 
 - apiGroups: [""]
   resources: ["pods/status"]
   verbs: ["patch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlbackups"]
+  verbs: ["list", "create"]
 {{- end -}}
 
 {{/* The rules of the watched scope: the core's plus those of every enabled operator. */}}

@@ -116,6 +116,7 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("core", ["secrets"], ["get", "list", "watch", "create", "patch"]),
     ...perms("core", ["pods"], ["list", "watch", "patch", "delete"]),
     ...perms("core", ["pods/status"], ["patch"]),
+    ...perms("stateward.io", ["mysqlbackups"], ["list", "create"]),
   ],
 };
 const expectedFor = (operators: string[]) => [...new Set([...expectedPermissions.core!, ...operators.flatMap((o) => expectedPermissions[o]!)])].sort();

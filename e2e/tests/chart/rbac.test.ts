@@ -330,8 +330,15 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     // Scaled in, and told to delete the Secrets it generated with it: they get its owner reference.
     await admin.patch(MYC, appNs, "shop", { spec: { replicas: 1, secretDeletionPolicy: "Delete" } });
     await running(1);
-    // An image change rolls the (single) server: the operator deletes its pod.
-    await admin.patch(MYC, appNs, "shop", { spec: { image: "mariadb:11.4.9" } });
+    // An image change rolls the (single) server — after a backup of it: the operator creates a
+    // MySQLBackup (which the backup operator runs) and then deletes the pod.
+    const rootSecret = await admin.get<KubeObject & { data: Record<string, string> }>(builtin.secret, appNs, "shop-root");
+    const server = await waitFor("shop-0's server", () => servers?.server("shop-0"));
+    const root = await import("mysql2/promise").then((m) => m.default.createConnection({ host: server.host, port: server.port, user: "root", password: Buffer.from(rootSecret.data.password ?? "", "base64").toString() }));
+    await root.query("CREATE DATABASE shop_data");
+    await root.query("CREATE TABLE shop_data.t (id INT PRIMARY KEY)");
+    await root.end();
+    await admin.patch(MYC, appNs, "shop", { spec: { image: "mariadb:11.4.9", updateStrategy: { backupBeforeUpgrade: { storage: storage(), databases: ["shop_data"] } } } });
     await waitFor("rolled to the new image", async () => {
       const rolled = await admin.get<MySQLCluster>(MYC, appNs, "shop");
       return rolled.status?.currentImage === "mariadb:11.4.9" && rolled.status.phase === "Running" ? true : undefined;
@@ -340,7 +347,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     await waitGone(admin, MYC, appNs, "shop");
     await waitGone(admin, builtin.statefulSet, appNs, "shop", 60_000);
     await waitGone(admin, builtin.secret, appNs, "shop-root", 60_000);
-    expect((await eventsOf("shop")).map((e) => e.reason)).toEqual(expect.arrayContaining(["SecretGenerated", "PrimaryConfigured", "ReplicationConfigured", "ReplicaRemoved", "PodRestarted", "RolloutComplete"]));
+    expect((await eventsOf("shop")).map((e) => e.reason)).toEqual(expect.arrayContaining(["SecretGenerated", "PrimaryConfigured", "ReplicationConfigured", "ReplicaRemoved", "BackingUp", "PodRestarted", "RolloutComplete"]));
   }, 300_000);
 
   it("joins the repeated SecretNotFound failures into one Event's series", async () => {

@@ -10,6 +10,7 @@ import {
   map,
   object,
   optional,
+  preserveUnknown,
   string,
   stringEnum,
   type ObjectOf,
@@ -158,6 +159,16 @@ export const MySQLClusterKind = defineKind({
                 maximum: 86_400,
                 default: 300,
               }),
+            ),
+            backupBeforeUpgrade: optional(
+              object(
+                {
+                  storage: preserveUnknown("Where the backup goes: exactly a MySQLBackup's spec.storage (s3: bucket, prefix, endpoint, region, forcePathStyle, credentialsSecretRef, tls)."),
+                  databases: optional(array(string("A database name.", { minLength: 1, maxLength: 64 }), "Databases to back up; all user databases when absent.", { maxItems: 256 })),
+                  compression: optional(stringEnum(["gzip", "zstd", "none"], "Compression of the backup's objects.")),
+                },
+                "Before the first pod of a rollout restarts, take a MySQLBackup of the cluster (named <cluster>-before-<revision>, run by the mysql-backup operator) and wait until it is Completed. A failed backup stops the rollout (condition Upgrading, reason BackupFailed).",
+              ),
             ),
           },
           "How the operator judges and changes the servers. A change of image, resources or config rolls the pods one at a time: replicas first (highest ordinal first), each back Ready and caught up before the next, then a planned switchover, then the old primary.",

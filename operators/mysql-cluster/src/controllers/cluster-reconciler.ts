@@ -67,6 +67,7 @@ import {
   stopReplica,
   type ServerState,
 } from "../replication/server.ts";
+import { backupGate } from "./backups.ts";
 import { planRollout, type RolloutMember } from "./rollout.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
 import {
@@ -510,6 +511,18 @@ export class ClusterReconciler implements Reconciler {
       now: new Date(),
     });
     const previous = findCondition(cluster.status?.conditions, "Upgrading");
+    if (decision.kind === "restart" || decision.kind === "switchover") {
+      // No pod restarts and no switchover while a backup of the cluster runs; backupBeforeUpgrade first.
+      const gate = await backupGate(this.d.client, cluster, revision, updated < view.length);
+      if (gate.kind === "wait") {
+        if (previous?.reason !== gate.reason) await this.d.events.record(cluster, "Normal", gate.reason, gate.message);
+        return { fields, condition: { type: "Upgrading", status: "True", reason: gate.reason, message: gate.message }, rolling: true, requeueAfter: 2_000 };
+      }
+      if (gate.kind === "failed") {
+        if (previous?.reason !== "BackupFailed") await this.d.events.record(cluster, "Warning", "BackupFailed", gate.message);
+        return { fields, condition: { type: "Upgrading", status: "False", reason: "BackupFailed", message: gate.message }, rolling: false, requeueAfter: STEADY_REQUEUE_MS };
+      }
+    }
     switch (decision.kind) {
       case "complete": {
         if (cluster.status?.rollout || (cluster.status?.currentImage !== undefined && cluster.status.currentImage !== image)) {
