@@ -214,8 +214,10 @@ describe("a 3-replica cluster", () => {
     }, 30_000, 250);
   }, 120_000);
 
-  it("scales 3 → 1: the leaving replicas stop replicating, the primary is untouched", async () => {
-    const [{ pos } = { pos: "" }] = await query<{ pos: string }>("shop-0", password, "SELECT @@gtid_binlog_pos AS pos");
+  it("scales 3 → 1: the leaving replicas stop replicating, no data changes, the primary stays (moved to shop-0 first if it was leaving)", async () => {
+    // The config change above rolled the servers, with a switchover: the primary may be shop-1 now.
+    const primaryBefore = (await client.get<MySQLCluster>(MYC, ns, name)).status?.currentPrimary;
+    const [{ pos } = { pos: "" }] = await query<{ pos: string }>("shop-0", password, "SELECT @@gtid_current_pos AS pos");
     const sumBefore = await checksum("shop-0", password, "orders.items");
     await client.patch(MYC, ns, name, { spec: { replicas: 1 } });
     const c = await running(name, 1, 90_000);
@@ -226,8 +228,12 @@ describe("a 3-replica cluster", () => {
     for (const pod of ["shop-1", "shop-2"]) {
       expect(await query(pod, password, "SHOW SLAVE STATUS"), `${pod} still replicates`).toEqual([]);
     }
-    const [{ pos: after } = { pos: "" }] = await query<{ pos: string }>("shop-0", password, "SELECT @@gtid_binlog_pos AS pos");
+    const [{ pos: after } = { pos: "" }] = await query<{ pos: string }>("shop-0", password, "SELECT @@gtid_current_pos AS pos");
     expect(after).toBe(pos);
+    if (primaryBefore !== "shop-0") {
+      const events = await client.list<KubeObject & { reason?: string; note?: string }>(builtin.event, { namespace: ns });
+      expect(events.items.some((e) => e.reason === "SwitchedOver" && (e.note ?? "").startsWith(`shop-0 is the primary (was ${primaryBefore})`))).toBe(true);
+    }
     expect(await checksum("shop-0", password, "orders.items")).toBe(sumBefore);
     const [{ ro } = { ro: 1 }] = await query<{ ro: number }>("shop-0", password, "SELECT @@read_only AS ro");
     expect(ro).toBe(0);

@@ -44,7 +44,7 @@ export function beforeUpgradeName(cluster: string, revision: string): string {
  * cluster runs; with backupBeforeUpgrade and pods to update, only once the
  * backup taken for this revision completed (it is created here when missing).
  */
-export async function backupGate(client: KubeClient, cluster: MySQLCluster, revision: string, upgrading: boolean): Promise<BackupGate> {
+export async function backupGate(client: KubeClient, cluster: MySQLCluster, revision: string, upgrading: boolean, targetLabel = "stateward.io/target"): Promise<BackupGate> {
   const backups = await backupsOf(client, cluster);
   const name = cluster.metadata.name ?? "";
   const beforeName = beforeUpgradeName(name, revision);
@@ -55,11 +55,17 @@ export async function backupGate(client: KubeClient, cluster: MySQLCluster, revi
   if (!template || !upgrading) return { kind: "clear" };
   const before = backups.find((b) => b.metadata.name === beforeName);
   if (!before) {
+    const target = cluster.metadata.labels?.[targetLabel];
     try {
       await client.create(MYSQL_BACKUP, {
         apiVersion: MYSQL_BACKUP.apiVersion,
         kind: MYSQL_BACKUP.kind,
-        metadata: { name: beforeName, namespace: cluster.metadata.namespace, labels: { ...commonLabels(name), [BEFORE_UPGRADE_LABEL]: name } },
+        // With the cluster's target label: the manager that runs its backups must see it.
+        metadata: {
+          name: beforeName,
+          namespace: cluster.metadata.namespace,
+          labels: { ...commonLabels(name), [BEFORE_UPGRADE_LABEL]: name, ...(target === undefined ? {} : { [targetLabel]: target }) },
+        },
         spec: { ...template, instanceRef: { name } },
       } as KubeObject);
     } catch (err) {

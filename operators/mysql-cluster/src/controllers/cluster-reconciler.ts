@@ -513,7 +513,7 @@ export class ClusterReconciler implements Reconciler {
     const previous = findCondition(cluster.status?.conditions, "Upgrading");
     if (decision.kind === "restart" || decision.kind === "switchover") {
       // No pod restarts and no switchover while a backup of the cluster runs; backupBeforeUpgrade first.
-      const gate = await backupGate(this.d.client, cluster, revision, updated < view.length);
+      const gate = await backupGate(this.d.client, cluster, revision, updated < view.length, this.d.targetLabel);
       if (gate.kind === "wait") {
         if (previous?.reason !== gate.reason) await this.d.events.record(cluster, "Normal", gate.reason, gate.message);
         return { fields, condition: { type: "Upgrading", status: "True", reason: gate.reason, message: gate.message }, rolling: true, requeueAfter: 2_000 };
