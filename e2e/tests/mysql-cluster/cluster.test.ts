@@ -7,21 +7,22 @@
 // DatabaseUser works on the published MySQLInstance; bad input is refused.
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
-import { Manager, builtin, captureLogs, findCondition, isInvalid, type ApiError, type CapturedLogs, type KubeObject } from "@stateward/core";
+import { builtin, findCondition, isInvalid, type ApiError, type CapturedLogs, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
 import { DatabaseUserKind, databaseUserOperator } from "@stateward/operator-database-user";
-import { MySQLClusterKind, ROLE_LABEL, clusterNames, createMySQLClusterOperator, type MySQLCluster } from "@stateward/operator-mysql-cluster";
-import { join } from "node:path";
+import { MySQLClusterKind, ROLE_LABEL, clusterNames, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { LocalPodServers, type LocalServer } from "../../support/mysql-pods.ts";
-import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
+import type { LocalPodServers} from "../../support/mysql-pods.ts";
+import { type LocalServer } from "../../support/mysql-pods.ts";
+import { testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
+import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const MYC = MySQLClusterKind.resource;
+let suite: ClusterSuite;
 let ns: string;
-let manager: Manager;
 let logs: CapturedLogs;
 let servers: LocalPodServers;
 
@@ -36,11 +37,6 @@ async function running(name: string, replicas: number, timeoutMs = 180_000): Pro
     // The last one is in the timeout's message.
     throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}${servers.describeFailures()}`);
   }, timeoutMs, 500);
-}
-
-async function rootPassword(name: string): Promise<string> {
-  const s = await client.get<KubeObject & { data: Record<string, string> }>(builtin.secret, ns, clusterNames(name).rootSecret);
-  return Buffer.from(s.data.password ?? "", "base64").toString("utf8");
 }
 
 async function connect(server: LocalServer, password: string): Promise<mysql.Connection> {
@@ -74,18 +70,12 @@ async function rejected(obj: KubeObject): Promise<string> {
 }
 
 beforeAll(async () => {
-  ns = await freshNamespace(client, "cluster");
-  servers = new LocalPodServers(client, join(env.dir, "mysql-cluster"), ns).start();
-  logs = captureLogs();
-  manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000 })
-    .load(createMySQLClusterOperator({ addresses: servers }), databaseUserOperator);
-  await manager.start();
+  suite = await startClusterSuite(client, env, "cluster", [databaseUserOperator]);
+  ({ ns, servers, logs } = suite);
 }, 120_000);
 
 afterAll(async () => {
-  await manager?.stop();
-  await servers?.stop();
-  if (ns) await deleteNamespace(client, ns);
+  await suite?.stop();
 }, 120_000);
 
 describe("a 3-replica cluster", () => {
@@ -96,7 +86,7 @@ describe("a 3-replica cluster", () => {
   it("deploys a primary and two caught-up replicas, with everything owned by the cluster", async () => {
     const created = await client.create(MYC, cluster(name, { config: { max_connections: "250" } }));
     const c = await running(name, 3);
-    password = await rootPassword(name);
+    password = await rootPassword(client, ns, name);
     expect(c.status?.currentPrimary).toBe("shop-0");
     expect(c.status?.ready).toBe("3/3");
     expect(findCondition(c.status?.conditions, "Available")?.status).toBe("True");
@@ -261,7 +251,7 @@ describe("scaling out with the primary's binary logs purged", () => {
   it("seeds the new replicas from a snapshot: identical checksums, then replication", async () => {
     await client.create(MYC, cluster(name, { replicas: 1, secretDeletionPolicy: "Delete" }));
     await running(name, 1);
-    const password = await rootPassword(name);
+    const password = await rootPassword(client, ns, name);
     await query(`${name}-0`, password, "CREATE DATABASE ledger");
     await query(`${name}-0`, password, "CREATE TABLE ledger.entries (id INT AUTO_INCREMENT PRIMARY KEY, amount DECIMAL(12,2), memo TEXT, raw VARBINARY(16), at DATETIME(6))");
     await query(`${name}-0`, password, "CREATE TABLE ledger.notes (id INT PRIMARY KEY, body JSON)");
@@ -340,7 +330,7 @@ describe("bad input", () => {
     expect(await query("byo-0", "Byo-Root-Pass-1", "SELECT 1 AS one")).toEqual([{ one: 1 }]);
     // No Secret value anywhere in the operator's output.
     expect(logs.text()).not.toContain("Byo-Root-Pass-1");
-    expect(logs.text()).not.toContain(await rootPassword("shop"));
+    expect(logs.text()).not.toContain(await rootPassword(client, ns, "shop"));
     await client.delete(MYC, ns, "byo");
   }, 240_000);
 });

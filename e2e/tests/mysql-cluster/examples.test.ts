@@ -6,22 +6,23 @@ import { execFile } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
-import { Manager, builtin, captureLogs, findCondition, type KubeObject } from "@stateward/core";
+import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { DatabaseUserKind, databaseUserOperator } from "@stateward/operator-database-user";
 import { MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
-import { MySQLClusterKind, createMySQLClusterOperator, type MySQLCluster } from "@stateward/operator-mysql-cluster";
+import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { repoRoot, tools } from "../../harness/index.ts";
-import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
-import { LocalPodServers } from "../../support/mysql-pods.ts";
+import { testClient } from "../../support/kube.ts";
+import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
+import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const dir = join(repoRoot, "examples", "mysql-cluster");
+let suite: ClusterSuite;
 let ns: string;
 let servers: LocalPodServers;
-let manager: Manager;
 
 async function kubectlApply(file: string): Promise<string> {
   // The example names the usual local S3 address; point it at this environment's.
@@ -36,11 +37,8 @@ async function kubectlApply(file: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  ns = await freshNamespace(client, "cluster-examples");
-  servers = new LocalPodServers(client, join(env.dir, "cluster-examples"), ns).start();
-  manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: captureLogs().logger, gracefulShutdownMs: 10_000 })
-    .load(createMySQLClusterOperator({ addresses: servers }), databaseUserOperator, createMySQLBackupOperator());
-  await manager.start();
+  suite = await startClusterSuite(client, env, "cluster-examples", [databaseUserOperator, createMySQLBackupOperator()]);
+  ({ ns, servers } = suite);
   await client.create(builtin.secret, {
     metadata: { name: "demo-s3", namespace: ns },
     stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
@@ -48,9 +46,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await manager?.stop();
-  await servers?.stop();
-  if (ns) await deleteNamespace(client, ns);
+  await suite?.stop();
 }, 120_000);
 
 describe("examples/mysql-cluster", () => {
@@ -70,8 +66,7 @@ describe("examples/mysql-cluster", () => {
 
     const primary = await servers.server("orders-db-0");
     const replica = await servers.server("orders-db-2");
-    const rootSecret = await client.get<KubeObject & { data: Record<string, string> }>(builtin.secret, ns, "orders-db-root");
-    const root = await mysql.createConnection({ host: primary!.host, port: primary!.port, user: "root", password: Buffer.from(rootSecret.data.password ?? "", "base64").toString() });
+    const root = await mysql.createConnection({ host: primary!.host, port: primary!.port, user: "root", password: await rootPassword(client, ns, "orders-db") });
     await root.query("CREATE DATABASE orders");
     await root.query("CREATE TABLE orders.lines (id INT PRIMARY KEY, sku VARCHAR(32))");
     await root.query("INSERT INTO orders.lines VALUES (1, 'tea'), (2, 'cake')");

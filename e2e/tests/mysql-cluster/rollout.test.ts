@@ -6,23 +6,23 @@
 // Ready pauses the rollout; reverting the image recovers. A resources change
 // (scale-up) runs the same sequence. A running backup of the cluster delays
 // the rollout; backupBeforeUpgrade takes one first.
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
-import { Manager, builtin, captureLogs, findCondition, type KubeObject } from "@stateward/core";
+import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
-import { MySQLClusterKind, clusterNames, createMySQLClusterOperator, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
+import { MySQLClusterKind, clusterNames, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
-import { LocalPodServers } from "../../support/mysql-pods.ts";
+import { testClient } from "../../support/kube.ts";
+import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
+import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const MYC = MySQLClusterKind.resource;
+let suite: ClusterSuite;
 let ns: string;
 let servers: LocalPodServers;
-let manager: Manager;
 
 interface Event extends KubeObject {
   reason?: string;
@@ -50,11 +50,6 @@ async function settled(name: string, replicas: number, timeoutMs = 300_000): Pro
     if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.updatedReplicas === replicas && upgrading?.reason === "UpToDate" && c.status.observedGeneration === c.metadata.generation) return c;
     throw new Error(`phase ${c.status?.phase}, updated ${c.status?.updated}, Upgrading ${upgrading?.reason}: ${upgrading?.message}; Ready: ${findCondition(c.status?.conditions, "Ready")?.message}${servers.describeFailures()}`);
   }, timeoutMs, 500);
-}
-
-async function rootPassword(name: string): Promise<string> {
-  const s = await client.get<KubeObject & { data: Record<string, string> }>(builtin.secret, ns, clusterNames(name).rootSecret);
-  return Buffer.from(s.data.password ?? "", "base64").toString("utf8");
 }
 
 async function onPrimary(name: string, password: string, sql: string, values: unknown[] = []): Promise<unknown[]> {
@@ -112,20 +107,13 @@ class Writer {
 }
 
 beforeAll(async () => {
-  ns = await freshNamespace(client, "rollout");
-  servers = new LocalPodServers(client, join(env.dir, "rollout"), ns).start();
-  manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: captureLogs().logger, gracefulShutdownMs: 10_000 }).load(
-    createMySQLClusterOperator({ addresses: servers }),
-    createMySQLBackupOperator(),
-  );
-  await manager.start();
+  suite = await startClusterSuite(client, env, "rollout", [createMySQLBackupOperator()]);
+  ({ ns, servers } = suite);
   await client.create(builtin.secret, { metadata: { name: "s3-creds", namespace: ns }, stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey } } as KubeObject);
 }, 120_000);
 
 afterAll(async () => {
-  await manager?.stop();
-  await servers?.stop();
-  if (ns) await deleteNamespace(client, ns);
+  await suite?.stop();
 }, 120_000);
 
 describe("an image change on a 3-server cluster", () => {
@@ -137,7 +125,7 @@ describe("an image change on a 3-server cluster", () => {
     const before = await settled(name, 3);
     expect(before.status?.currentPrimary).toBe("roll-0");
     expect(before.status?.currentImage).toBe("mariadb:11.4");
-    password = await rootPassword(name);
+    password = await rootPassword(client, ns, name);
     await onPrimary(name, password, "CREATE DATABASE app");
     await onPrimary(name, password, "CREATE TABLE app.writes (id INT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))");
     await onPrimary(name, password, "CREATE USER writer@'%' IDENTIFIED BY 'Writer-Pass-1'");
@@ -256,7 +244,7 @@ describe("backups and rollouts", () => {
   it("takes a Completed MySQLBackup before the first pod restarts (backupBeforeUpgrade)", async () => {
     await client.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 2, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { backupBeforeUpgrade: { storage, databases: ["ledger"], compression: "gzip" } } } });
     await settled(name, 2);
-    const password = await rootPassword(name);
+    const password = await rootPassword(client, ns, name);
     await onPrimary(name, password, "CREATE DATABASE ledger");
     await onPrimary(name, password, "CREATE TABLE ledger.big (id INT PRIMARY KEY, pad VARCHAR(255))");
     await onPrimary(name, password, "INSERT INTO ledger.big SELECT seq, REPEAT('x', 200) FROM ledger.seq_1_to_200000");
@@ -274,7 +262,7 @@ describe("backups and rollouts", () => {
   it("does not restart a pod while a backup of the cluster runs", async () => {
     // A backup of a few hundred MB, started just before the change.
     await client.patch(MYC, ns, name, { spec: { updateStrategy: { backupBeforeUpgrade: null } } });
-    const password = await rootPassword(name);
+    const password = await rootPassword(client, ns, name);
     for (let i = 0; i < 3; i++) await onPrimary(name, password, `INSERT INTO ledger.big SELECT seq + ${(i + 1) * 1_000_000}, REPEAT(MD5(seq), 7) FROM ledger.seq_1_to_400000`);
     await client.create(MySQLBackupKind.resource, { apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "nightly", namespace: ns }, spec: { instanceRef: { name }, storage, databases: ["ledger"], compression: "gzip" } } as KubeObject);
     await waitFor("the backup Running", async () => ((await client.get<MySQLBackup>(MySQLBackupKind.resource, ns, "nightly")).status?.phase === "Running" ? true : undefined), 30_000, 50);

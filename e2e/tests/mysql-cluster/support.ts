@@ -1,0 +1,46 @@
+// What the MySQLCluster suites share: a namespace of their own, LocalPodServers
+// giving its pods real servers, a manager whose mysql-cluster operator reaches
+// them through it (loaded first, so every MySQL operator does), and the
+// generated root password.
+import { join } from "node:path";
+import { Manager, builtin, captureLogs, type CapturedLogs, type KubeClient, type KubeObject, type OperatorModule } from "@stateward/core";
+import { clusterNames, createMySQLClusterOperator } from "@stateward/operator-mysql-cluster";
+import type { EnvironmentInfo } from "../../harness/index.ts";
+import { deleteNamespace, freshNamespace, kubeConfigFrom } from "../../support/kube.ts";
+import { LocalPodServers } from "../../support/mysql-pods.ts";
+
+export interface ClusterSuite {
+  ns: string;
+  servers: LocalPodServers;
+  manager: Manager;
+  logs: CapturedLogs;
+  stop(): Promise<void>;
+}
+
+export async function startClusterSuite(client: KubeClient, env: EnvironmentInfo, prefix: string, others: OperatorModule[] = []): Promise<ClusterSuite> {
+  const ns = await freshNamespace(client, prefix);
+  const servers = new LocalPodServers(client, join(env.dir, prefix), ns).start();
+  const logs = captureLogs();
+  const manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000 }).load(
+    createMySQLClusterOperator({ addresses: servers }),
+    ...others,
+  );
+  await manager.start();
+  return {
+    ns,
+    servers,
+    manager,
+    logs,
+    async stop() {
+      await manager.stop();
+      await servers.stop();
+      await deleteNamespace(client, ns);
+    },
+  };
+}
+
+/** The root password the operator generated for a cluster. */
+export async function rootPassword(client: KubeClient, ns: string, cluster: string): Promise<string> {
+  const s = await client.get<KubeObject & { data: Record<string, string> }>(builtin.secret, ns, clusterNames(cluster).rootSecret);
+  return Buffer.from(s.data.password ?? "", "base64").toString("utf8");
+}
