@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`, after `make dev-up`: installs the CRDs, runs the manager with
-# every operator in the background (its pid in .stateward/dev/manager.pid, its
-# log in .stateward/dev/manager.log; `make dev-down` stops it), applies
-# examples/ into the namespace stateward-demo, waits until everything is
-# Ready, and shows what happened.
+# every operator in the background (e2e/demo/manager.ts: its pid in
+# .stateward/dev/manager.pid, its log in .stateward/dev/manager.log, and a
+# local mariadbd for each MySQLCluster pod, as KWOK runs no containers;
+# `make dev-down` stops it all), applies examples/ into the namespace
+# stateward-demo, waits until everything is Ready, and shows what happened.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEV="${STATEWARD_DEV_DIR:-.stateward/dev}"
@@ -13,6 +14,19 @@ NS=stateward-demo
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
+# What went wrong, when a wait gives up: the resources' conditions and events, the pods' servers, the manager's log.
+diagnose() {
+  step "Something did not become Ready; what the cluster says"
+  kubectl -n "$NS" get stateward,statefulsets,pods,pvc 2>&1 || true
+  kubectl -n "$NS" describe mysqlcluster,databaseuser,mysqlbackup,mysqlrestore 2>&1 | tail -n 80 || true
+  echo "--- $DEV/pods/servers.json"; cat "$DEV/pods/servers.json" 2>/dev/null || echo "(none yet)"
+  echo "--- last lines of $DEV/manager.log"; tail -n 30 "$DEV/manager.log" || true
+}
+trap 'diagnose' ERR
+
+# The local address of a cluster pod's server (see e2e/demo/manager.ts).
+pod_port() { node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).servers[process.argv[2]]; if (!s) process.exit(1); console.log(s.port)' "$DEV/pods/servers.json" "$1"; }
+
 step "Installing the CRDs"
 kubectl apply --server-side -f crds/ >/dev/null
 kubectl get crd -o name | grep stateward.io
@@ -21,8 +35,7 @@ step "Starting the manager (all operators, namespace $NS)"
 if [[ -f "$DEV/manager.pid" ]] && kill -0 "$(cat "$DEV/manager.pid")" 2>/dev/null; then
   echo "already running (pid $(cat "$DEV/manager.pid"))"
 else
-  node cli/src/main.ts run --kubeconfig "$KUBECONFIG" --namespaces "$NS" --health-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0 \
-    >"$DEV/manager.log" 2>&1 &
+  node e2e/demo/manager.ts --kubeconfig "$KUBECONFIG" --namespace "$NS" --dir "$DEV/pods" >"$DEV/manager.log" 2>&1 &
   echo $! >"$DEV/manager.pid"
   echo "pid $(cat "$DEV/manager.pid"), log $DEV/manager.log"
 fi
@@ -45,16 +58,51 @@ for f in examples/database-user/*.yaml examples/mysql-backup/*.yaml; do
   echo "---"
 done | kubectl -n "$NS" apply -f -
 
-step "Waiting until every example is Ready"
+step "Applying examples/mysql-cluster (a primary and two replicas) to namespace $NS"
+kubectl -n "$NS" apply -f examples/mysql-cluster/01-cluster.yaml -f examples/mysql-cluster/02-app-user.yaml
+
+step "Waiting until the database-user and mysql-backup examples are Ready"
 kubectl -n "$NS" wait --for=condition=Ready --timeout=180s mysqlinstance/demo-db databaseuser/shop
 kubectl -n "$NS" wait --for=jsonpath='{.status.phase}'=Completed --timeout=300s mysqlbackup/shop-manual mysqlrestore/shop-manual-restore
+
+step "Waiting until the MySQLCluster orders-db is Ready (three servers, seeded and replicating)"
+kubectl -n "$NS" wait --for=condition=Ready --timeout=600s mysqlcluster/orders-db
+PRIMARY=$(kubectl -n "$NS" get mysqlcluster orders-db -o jsonpath='{.status.currentPrimary}')
+echo "primary: $PRIMARY"
+
+step "Writing orders on the primary ($PRIMARY), reading them on a replica"
+# The generated root password goes through the environment, never onto a command line or the screen.
+MYSQL_PWD=$(kubectl -n "$NS" get secret orders-db-root -o jsonpath='{.data.password}' | base64 -d)
+export MYSQL_PWD
+mariadb -h 127.0.0.1 -P "$(pod_port "$PRIMARY")" -u root <<'SQL'
+CREATE DATABASE IF NOT EXISTS orders;
+CREATE TABLE IF NOT EXISTS orders.orders (id INT PRIMARY KEY, item VARCHAR(64), quantity INT);
+INSERT IGNORE INTO orders.orders VALUES (1, 'keyboard', 2), (2, 'monitor', 1), (3, 'cable', 5);
+SQL
+REPLICA=orders-db-1
+[[ "$PRIMARY" == "$REPLICA" ]] && REPLICA=orders-db-0
+for _ in $(seq 1 30); do
+  ROWS=$(mariadb -h 127.0.0.1 -P "$(pod_port "$REPLICA")" -u root -N -e 'SELECT COUNT(*) FROM orders.orders' 2>/dev/null || echo 0)
+  [[ "$ROWS" == 3 ]] && break
+  sleep 1
+done
+echo "orders.orders on $REPLICA: $ROWS rows"
+unset MYSQL_PWD
+
+step "Applying examples/mysql-cluster/03-backup.yaml (a backup of the cluster's orders database)"
+sed -e "s|http://127.0.0.1:9000|$S3_ENDPOINT|" examples/mysql-cluster/03-backup.yaml | kubectl -n "$NS" apply -f -
+kubectl -n "$NS" wait --for=condition=Ready --timeout=180s databaseuser/orders-app
+kubectl -n "$NS" wait --for=jsonpath='{.status.phase}'=Completed --timeout=300s mysqlbackup/orders-db-manual
 
 step "kubectl get stateward -n $NS"
 kubectl -n "$NS" get stateward
 
-step "Where the backup landed"
-echo "status.location: $(kubectl -n "$NS" get mysqlbackup shop-manual -o jsonpath='{.status.location}')"
-node e2e/harness/list-objects.ts "$(kubectl -n "$NS" get mysqlbackup shop-manual -o jsonpath='{.status.location}')"
+step "Where the backups landed"
+for b in shop-manual orders-db-manual; do
+  location=$(kubectl -n "$NS" get mysqlbackup "$b" -o jsonpath='{.status.location}')
+  echo "$b: $location"
+  node e2e/harness/list-objects.ts "$location"
+done
 
 step "Try it"
 cat <<EOT
@@ -62,5 +110,9 @@ cat <<EOT
   kubectl -n $NS describe databaseuser shop       # conditions and events
   mariadb -h $MYSQL_HOST -P $MYSQL_PORT -u shop -pchange-me-4f8a2c shop -e 'SELECT * FROM orders'
   kubectl -n $NS get mysqlbackup -o wide
-  make dev-down                                    # stops the manager and the environment
+  kubectl -n $NS get mysqlcluster orders-db -o yaml      # status.members: each server's role and replication
+  kubectl -n $NS scale mysqlcluster orders-db --replicas=4
+  kubectl -n $NS patch mysqlcluster orders-db --type=merge -p '{"spec":{"image":"mariadb:11.8"}}'   # a rolling upgrade
+  cat $DEV/pods/servers.json                       # each pod's local server (KWOK runs no containers)
+  make dev-down                                    # stops the manager, the pods' servers and the environment
 EOT

@@ -2,23 +2,9 @@
 // environment under .stateward/dev, left running between commands.
 //
 // Usage: node e2e/harness/dev.ts up|down|status
-import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { devDir, isRunning, readState, startEnvironment, stopRecorded } from "./environment.ts";
-import { EnvironmentError, isAlive, stopPid } from "./process.ts";
-
-/** The manager `make demo` started in the background, recorded by pid. */
-async function stopDemoManager(): Promise<string[]> {
-  const pidFile = join(devDir, "manager.pid");
-  if (!existsSync(pidFile)) return [];
-  const pid = Number(readFileSync(pidFile, "utf8").trim());
-  rmSync(pidFile, { force: true });
-  if (!pid || !isAlive(pid)) return [];
-  const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-  if (!cmdline.includes("cli/src/main.ts")) return [];
-  await stopPid(pid, 40_000);
-  return [`the demo manager (pid ${pid})`];
-}
+import { devDir, isRunning, readState, startEnvironment, stopAll } from "./environment.ts";
+import { EnvironmentError } from "./process.ts";
 
 function describe(): string {
   const state = readState(devDir);
@@ -45,13 +31,13 @@ async function main(command: string | undefined): Promise<void> {
       }
       const started = Date.now();
       console.log("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, MariaDB and S3 ...");
-      await startEnvironment({ dir: devDir, detached: true });
+      // STATEWARD_OWN_MARIADB=1: a mariadbd of its own, leaving the machine's server on 3306 alone.
+      await startEnvironment({ dir: devDir, detached: true, ownMariaDB: process.env.STATEWARD_OWN_MARIADB === "1" });
       console.log(`Up in ${((Date.now() - started) / 1000).toFixed(1)} s.\n\n${describe()}`);
       return;
     }
     case "down": {
-      const stopped = await stopDemoManager();
-      stopped.push(...(await stopRecorded(devDir)));
+      const stopped = await stopAll(devDir);
       console.log(stopped.length ? `Stopped ${stopped.join(", ")}.` : "Nothing was running.");
       return;
     }

@@ -90,6 +90,33 @@ export async function stopStrayServers(dir: string): Promise<void> {
   );
 }
 
+/**
+ * The manager `make demo` starts in the background (e2e/demo/manager.ts),
+ * recorded in <dir>/manager.pid; it stops its pods' servers itself, and the
+ * ones a killed manager left behind are stopped by their pid files.
+ */
+export async function stopDemoManager(dir: string): Promise<string[]> {
+  const pidFile = join(dir, "manager.pid");
+  const stopped: string[] = [];
+  if (existsSync(pidFile)) {
+    const pid = Number(readFileSync(pidFile, "utf8").trim());
+    rmSync(pidFile, { force: true });
+    if (pid && isOurs(pid, join(dir, "manager.log"), "e2e/demo/manager.ts")) {
+      await stopPid(pid, 60_000);
+      stopped.push(`the demo manager and its pods' servers (pid ${pid})`);
+    }
+  }
+  if (existsSync(dir)) await stopStrayServers(dir);
+  return stopped;
+}
+
+/** Everything started under `dir`: a demo manager, the recorded processes, stray servers. */
+export async function stopAll(dir: string): Promise<string[]> {
+  const stopped = await stopDemoManager(dir);
+  stopped.push(...(await stopRecorded(dir)));
+  return stopped;
+}
+
 /** All recorded processes still alive? */
 export function isRunning(dir: string): boolean {
   const state = readState(dir);
@@ -131,8 +158,14 @@ export function envFile(info: EnvironmentInfo): string {
  * Starts everything under `dir`. Leftovers of an earlier run recorded there
  * are stopped first, so a crashed run never blocks the next one.
  */
-export async function startEnvironment(opts: { dir: string; detached: boolean; nodes?: number }): Promise<EnvironmentHandle> {
-  await stopRecorded(opts.dir);
+export async function startEnvironment(opts: {
+  dir: string;
+  detached: boolean;
+  nodes?: number;
+  /** A mariadbd of its own even when the machine's server answers on 3306 (nothing shared with other environments). */
+  ownMariaDB?: boolean;
+}): Promise<EnvironmentHandle> {
+  await stopAll(opts.dir);
   rmSync(opts.dir, { recursive: true, force: true });
   mkdirSync(opts.dir, { recursive: true });
   linkTool("kubectl", tools.kubectl());
@@ -142,7 +175,7 @@ export async function startEnvironment(opts: { dir: string; detached: boolean; n
   // The three parts are independent; start them side by side.
   const [cluster, db, store] = await Promise.allSettled([
     controlPlane.start(),
-    ensureMariaDB(join(opts.dir, "mariadb"), opts.detached),
+    ensureMariaDB(join(opts.dir, "mariadb"), opts.detached, opts.ownMariaDB),
     startS3(join(opts.dir, "s3"), opts.detached),
   ]);
   const processes: EnvironmentInfo["processes"] = [...controlPlane.info().processes];
@@ -189,8 +222,10 @@ export async function stopAbandonedRuns(root: string): Promise<void> {
   for (const entry of readdirSync(root)) {
     const m = /^run-(\d+)$/.exec(entry);
     if (!m || isAlive(Number(m[1]))) continue;
-    await stopRecorded(join(root, entry));
-    await stopStrayServers(join(root, entry));
+    const run = join(root, entry);
+    // An environment of its own a suite started inside the run (the demo's) goes first.
+    for (const sub of readdirSync(run)) if (existsSync(statePath(join(run, sub)))) await stopAll(join(run, sub));
+    await stopAll(run);
     rmSync(join(root, entry), { recursive: true, force: true });
   }
 }

@@ -14,7 +14,7 @@ export {
   type EnvironmentInfo,
 } from "./environment.ts";
 export { canConnect, ensureMariaDB, startMariaDB, stopMariaDB, type MariaDBEndpoint } from "./mariadb.ts";
-export { EnvironmentError, logTail } from "./process.ts";
+export { EnvironmentError, isAlive, logTail } from "./process.ts";
 export { freePort } from "./ports.ts";
 export { s3Client, startS3, type S3Endpoint } from "./s3.ts";
 export { cacheDir, kubernetesVersion, repoRoot, tools } from "./tools.ts";

@@ -2,7 +2,7 @@
 // answers, otherwise one of our own; plus throw-away `mariadbd` instances on
 // free ports for tests that need several servers (replication, clusters).
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -55,9 +55,12 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
   // A Unix socket path holds at most 107 bytes: a deep folder gets its socket in a short temporary one.
   const socket = join(opts.dir, "mysqld.sock").length > 100 ? join(mkdtempSync(join(tmpdir(), "sw-")), "mysqld.sock") : join(opts.dir, "mysqld.sock");
   const logFile = join(opts.dir, "mariadbd.log");
-  mkdirSync(datadir, { recursive: true });
   // A data directory that was initialized before is started as it is (a restarted server keeps its data).
-  if (!existsSync(join(datadir, "mysql"))) {
+  // The marker is written only after install-db succeeded: a half-initialized directory starts over.
+  const initialized = join(opts.dir, "initialized");
+  if (!existsSync(initialized)) {
+    rmSync(datadir, { recursive: true, force: true });
+    mkdirSync(datadir, { recursive: true });
     try {
       await run("mariadb-install-db", [
         "--no-defaults", `--datadir=${datadir}`, "--auth-root-authentication-method=normal",
@@ -66,6 +69,7 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
     } catch (err) {
       throw new EnvironmentError(`mariadb-install-db failed for ${datadir}: ${(err as { stderr?: string }).stderr ?? String(err)}`);
     }
+    writeFileSync(initialized, "");
   }
   const port = await freePort();
   const proc: RunningProcess = startProcess({
@@ -109,11 +113,11 @@ export async function stopMariaDB(ep: MariaDBEndpoint): Promise<void> {
 
 /**
  * The main MariaDB of the environment: 127.0.0.1:3306 (root, empty password)
- * when reachable, otherwise a server of our own under `dir`.
+ * when reachable, otherwise — or when `own` — a server of our own under `dir`.
  */
-export async function ensureMariaDB(dir: string, detached: boolean): Promise<MariaDBEndpoint> {
+export async function ensureMariaDB(dir: string, detached: boolean, own = false): Promise<MariaDBEndpoint> {
   const machine = { host: "127.0.0.1", port: 3306, user: "root", password: "" };
-  if (await canConnect(machine)) return machine;
+  if (!own && (await canConnect(machine))) return machine;
   try {
     return await startMariaDB({ dir, detached });
   } catch (err) {

@@ -75,6 +75,12 @@ export class LocalPodServers implements ServerAddressResolver {
     return this.servers.get(pod);
   }
 
+  /** The servers started so far, by pod (a server stays listed after its pod is gone, as its volume would). */
+  async started(): Promise<Record<string, ServerAddress>> {
+    const entries = await Promise.all([...this.servers].map(async ([pod, s]) => [pod, await s.catch(() => undefined)] as const));
+    return Object.fromEntries(entries.flatMap(([pod, s]) => (s ? [[pod, { host: s.host, port: s.port }]] : [])));
+  }
+
   async resolve(address: ServerAddress): Promise<ServerAddress> {
     const suffix = `.${this.namespace}.svc.cluster.local`;
     if (!address.host.endsWith(suffix)) return address;

@@ -1,0 +1,72 @@
+// The manager `make demo` runs in the background: every operator, as
+// `stateward run` loads them, plus what this machine lacks to run a
+// MySQLCluster. KWOK makes pods Running without containers, so LocalPodServers
+// stands in for the kubelet and the storage provisioner: each cluster pod gets
+// a local mariadbd, and the operators reach a pod's DNS name through it.
+//
+// It keeps <dir>/servers.json up to date — the local address of each pod's
+// server and any that failed to start — for the demo script and for a user
+// who wants a shell on a pod:  mariadb -h 127.0.0.1 -P <port> -u root -p
+//
+// Usage: node e2e/demo/manager.ts --kubeconfig FILE --namespace NS --dir DIR
+// SIGTERM or SIGINT stops the manager, then the servers.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
+import { availableOperators } from "@stateward/cli";
+import { KubeClient, Manager, createLogger } from "@stateward/core";
+import { createMySQLClusterOperator } from "@stateward/operator-mysql-cluster";
+import { LocalPodServers } from "../support/mysql-pods.ts";
+
+const { values } = parseArgs({
+  options: { kubeconfig: { type: "string" }, namespace: { type: "string" }, dir: { type: "string" } },
+  strict: true,
+});
+if (!values.kubeconfig || !values.namespace || !values.dir) throw new Error("usage: manager.ts --kubeconfig FILE --namespace NS --dir DIR");
+// mariadbd resolves relative paths against its own working directory: everything absolute.
+const dir = resolve(values.dir);
+mkdirSync(dir, { recursive: true });
+
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromFile(values.kubeconfig);
+const logger = createLogger({ level: "info" });
+const servers = new LocalPodServers(new KubeClient({ kubeConfig, fieldManager: "stateward-demo-pods" }), dir, values.namespace).start();
+const manager = new Manager({ kubeConfig, namespaces: [values.namespace], logger, healthAddr: "127.0.0.1:0", metricsAddr: "127.0.0.1:0" }).load(
+  // First, so its address resolver serves every MySQL operator of the process.
+  createMySQLClusterOperator({ addresses: servers }),
+  ...availableOperators.filter((m) => m.name !== "mysql-cluster"),
+);
+
+let last = "";
+const report = setInterval(() => {
+  void servers.started().then((started) => {
+    const text = JSON.stringify({ servers: started, failures: Object.fromEntries(servers.failures) }, null, 2);
+    if (text === last) return;
+    last = text;
+    writeFileSync(join(dir, "servers.json"), `${text}\n`);
+  });
+}, 1_000);
+
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  logger.info("shutting down", { signal });
+  clearInterval(report);
+  void manager
+    .stop()
+    .then(() => servers.stop())
+    .then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error("shutdown failed", { err });
+        process.exit(1);
+      },
+    );
+};
+process.on("SIGTERM", () => stop("SIGTERM"));
+process.on("SIGINT", () => stop("SIGINT"));
+
+await manager.start();
+logger.info("demo manager running", { operators: manager.loadedOperators, namespace: values.namespace, servers: join(dir, "servers.json") });
