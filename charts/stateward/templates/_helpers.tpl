@@ -113,8 +113,10 @@ with get before each status write (they run long after the reconcile that starte
 mysql-cluster: MySQLCluster and everything it owns, server-side applied (StatefulSet, Services,
 ConfigMap, PodDisruptionBudget, the MySQLInstance of its primary; garbage collection deletes
 them), the root and replication Secrets it generates, the role label and readiness-gate
-condition it keeps on the cluster's Pods, the Pods it deletes one at a time in a rollout, and
-the MySQLBackups it looks for (none may run during a rollout) or takes before one.
+condition it keeps on the cluster's Pods, the Pods it deletes one at a time in a rollout, the
+MySQLBackups it looks for (none may run during a rollout) or takes before one, and — when
+storage.size grows — the PersistentVolumeClaims it expands and the StatefulSet it deletes
+(pods orphaned) to recreate with the new claim template.
 */}}
 {{- define "stateward.rules.mysqlCluster" -}}
 - apiGroups: ["stateward.io"]
@@ -128,7 +130,10 @@ the MySQLBackups it looks for (none may run during a rollout) or takes before on
   verbs: ["update"]
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["list", "watch", "create", "patch"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["list", "patch"]
 - apiGroups: [""]
   resources: ["services", "configmaps"]
   verbs: ["list", "watch", "create", "patch"]

@@ -30,6 +30,7 @@ import { deleteNamespace, kubeConfigFrom, testClient, waitGone } from "../../sup
 import { grantedPermissions, permissionKey, unusedGrants, usedPermissions, type Permission } from "../../support/rbac.ts";
 import { LocalPodServers } from "../../support/mysql-pods.ts";
 import { serviceAccountKubeconfig } from "../../support/service-account.ts";
+import { createExpandableStorageClass, deleteStorageClass } from "../../support/storage.ts";
 import { waitFor } from "../../support/wait.ts";
 import { DBU, MYI, accountExists, adminConnection, databaseUser, q, secret, showGrants, suffix, tryLogin } from "../database-user/support.ts";
 
@@ -106,6 +107,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
   let conn: mysql.Connection;
   let s3: S3Client;
   let servers: LocalPodServers | undefined;
+  let storageClass: string | undefined;
 
   const storage = (credentials = "s3-creds") => ({
     s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: credentials } },
@@ -156,6 +158,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     // Namespaced objects go with their namespaces; CRDs stay (other suites share them).
     await attempt(() => deleteManifests(env.kubeconfig, toYaml(objects.filter((o) => o.kind === "ClusterRole" || o.kind === "ClusterRoleBinding"))));
     for (const ns of [release, appNs]) await attempt(() => deleteNamespace(admin, ns));
+    if (storageClass) await attempt(() => deleteStorageClass(admin, storageClass!));
   });
 
   it("installs the rendered RBAC, ServiceAccount and CRDs with server-side apply, and the manager starts under that identity", async () => {
@@ -317,16 +320,25 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     expect(await keysUnder(folder)).toEqual([]);
   });
 
-  it("runs a MySQLCluster: two servers replicating, scaled in to one, deleted with what it owns", async () => {
+  it("runs a MySQLCluster: two servers replicating, volumes grown, scaled in to one, deleted with what it owns", async () => {
     const running = (replicas: number) =>
       waitFor(`MySQLCluster Running with ${replicas}`, async () => {
         const c = await admin.get<MySQLCluster>(MYC, appNs, "shop");
         if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.observedGeneration === c.metadata.generation) return c;
         throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}`);
       }, 180_000, 500);
-    await admin.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name: "shop", namespace: appNs, labels }, spec: { replicas: 2, storage: { size: "1Gi" } } });
+    storageClass = await createExpandableStorageClass(admin);
+    await admin.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name: "shop", namespace: appNs, labels }, spec: { replicas: 2, storage: { size: "1Gi", storageClassName: storageClass } } });
     const c = await running(2);
     expect(c.status?.members?.map((m) => [m.name, m.role, m.ioThread])).toEqual([["shop-0", "primary", undefined], ["shop-1", "replica", true]]);
+    // Bigger volumes: the claims are expanded and the StatefulSet is recreated with the new claim template.
+    const stsUid = (await admin.get(builtin.statefulSet, appNs, "shop")).metadata.uid;
+    await admin.patch(MYC, appNs, "shop", { spec: { storage: { size: "2Gi" } } });
+    await waitFor("the StatefulSet recreated with 2Gi claims", async () => {
+      const sts = await admin.get<KubeObject & { spec: { volumeClaimTemplates: { spec: { resources: { requests: { storage: string } } } }[] } }>(builtin.statefulSet, appNs, "shop").catch(() => undefined);
+      return sts && sts.metadata.uid !== stsUid && sts.spec.volumeClaimTemplates[0]?.spec.resources.requests.storage === "2Gi" ? true : undefined;
+    }, 60_000, 250);
+    await running(2);
     // Scaled in, and told to delete the Secrets it generated with it: they get its owner reference.
     await admin.patch(MYC, appNs, "shop", { spec: { replicas: 1, secretDeletionPolicy: "Delete" } });
     await running(1);
@@ -347,7 +359,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     await waitGone(admin, MYC, appNs, "shop");
     await waitGone(admin, builtin.statefulSet, appNs, "shop", 60_000);
     await waitGone(admin, builtin.secret, appNs, "shop-root", 60_000);
-    expect((await eventsOf("shop")).map((e) => e.reason)).toEqual(expect.arrayContaining(["SecretGenerated", "PrimaryConfigured", "ReplicationConfigured", "ReplicaRemoved", "BackingUp", "PodRestarted", "RolloutComplete"]));
+    expect((await eventsOf("shop")).map((e) => e.reason)).toEqual(expect.arrayContaining(["SecretGenerated", "PrimaryConfigured", "ReplicationConfigured", "VolumesExpanding", "ReplicaRemoved", "BackingUp", "PodRestarted", "RolloutComplete"]));
   }, 300_000);
 
   it("joins the repeated SecretNotFound failures into one Event's series", async () => {

@@ -83,7 +83,7 @@ export const MySQLClusterKind = defineKind({
       ),
       storage: object(
         {
-          size: string("Size of each server's data volume, e.g. 10Gi. It can never shrink. Raising it is accepted but does not yet expand existing volumes (expand their PVCs by hand).", {
+          size: string("Size of each server's data volume, e.g. 10Gi. It can never shrink. Raising it expands every existing volume in place (the StorageClass must have allowVolumeExpansion: true) with no restart; progress is the StorageResized condition.", {
             pattern: QUANTITY_PATTERN,
             maxLength: 64,
             validations: [{ rule: "isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))", message: "size must be a positive quantity, e.g. 10Gi" }],

@@ -5,7 +5,8 @@
 //   2. config       the user's settings checked against the running primary's
 //                   variables before anything is applied; unknown: Failed
 //   3. objects      ConfigMap, Services, PDB, MySQLInstance, StatefulSet —
-//                   server-side applied, only when they differ (drift reverted)
+//                   server-side applied, only when they differ (drift reverted);
+//                   a bigger storage.size grows the volumes first (volumes.ts)
 //   4. scale in     replication stopped on the ordinals leaving, then the
 //                   StatefulSet shrinks; the primary is never removed
 //   5. members      the primary made writable with the replication account;
@@ -68,6 +69,7 @@ import {
   type ServerState,
 } from "../replication/server.ts";
 import { backupGate } from "./backups.ts";
+import { growVolumes } from "./volumes.ts";
 import { planRollout, type RolloutMember } from "./rollout.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
 import {
@@ -82,6 +84,7 @@ import {
   rootSecretRef,
   statefulSet,
 } from "../resources/objects.ts";
+import { compareQuantity } from "../resources/quantity.ts";
 
 const RT = MySQLClusterKind.resource;
 /** While something is converging. */
@@ -183,13 +186,15 @@ export class ClusterReconciler implements Reconciler {
     // 1. Secrets.
     const replicationPassword = await this.ensureSecrets(cluster, ctx);
 
-    // 3a. Storage: the claim templates cannot change after creation; a shrink is refused.
+    // 3a. Storage: a shrink is refused; a growth expands the claims, then replaces the
+    //     StatefulSet (its claim template cannot change) — see volumes.ts.
     const liveSts = this.d.cache.get<StatefulSetObject>(builtin.statefulSet, ns, names.statefulSet);
     const liveTemplates = liveSts?.spec?.volumeClaimTemplates;
     const liveSize = liveTemplates?.find((t) => t.metadata?.name === "data")?.spec?.resources?.requests?.storage;
     if (liveSize !== undefined && compareQuantity(cluster.spec.storage.size, liveSize) < 0) {
       throw new ClusterProblem("Failed", "StorageShrink", `storage.size ${cluster.spec.storage.size} is smaller than the volumes' ${liveSize}; volumes cannot shrink: set it back to at least ${liveSize}`);
     }
+    const storage = await growVolumes(this.d, cluster, liveSize, liveSts?.metadata.deletionTimestamp !== undefined);
 
     // Pods and the primary.
     const pods = this.pods(cluster);
@@ -226,15 +231,17 @@ export class ClusterReconciler implements Reconciler {
       const pod = pods.get(ordinal);
       if (pod) await this.retire(cluster, ordinal, pod, ctx);
     }
-    const stsChanged = await this.apply(
-      builtin.statefulSet,
-      statefulSet(cluster, {
-        flavor: primary?.server.flavor ?? flavor,
-        replicas: stsReplicas,
-        configHash: configHash(cm),
-        ...(liveTemplates ? { liveClaimTemplates: liveTemplates.map((t) => ({ apiVersion: t.apiVersion ?? "v1", kind: t.kind ?? "PersistentVolumeClaim", metadata: { name: t.metadata?.name, labels: t.metadata?.labels }, spec: t.spec })) } : {}),
-      }),
-    );
+    const stsChanged =
+      storage.replacingStatefulSet ||
+      (await this.apply(
+        builtin.statefulSet,
+        statefulSet(cluster, {
+          flavor: primary?.server.flavor ?? flavor,
+          replicas: stsReplicas,
+          configHash: configHash(cm),
+          ...(liveTemplates ? { liveClaimTemplates: liveTemplates.map((t) => ({ apiVersion: t.apiVersion ?? "v1", kind: t.kind ?? "PersistentVolumeClaim", metadata: { name: t.metadata?.name, labels: t.metadata?.labels }, spec: t.spec })) } : {}),
+        }),
+      ));
 
     // 5. Members.
     const members: Observed[] = [];
@@ -285,7 +292,7 @@ export class ClusterReconciler implements Reconciler {
     }
 
     // 8. Status.
-    return this.report(cluster, members, desired, primary, rollout, ctx);
+    return this.report(cluster, members, desired, primary, rollout, storage.condition, ctx);
   }
 
   /** The cluster's pods by ordinal (from the cache, which watches this namespace's pods). */
@@ -633,7 +640,15 @@ export class ClusterReconciler implements Reconciler {
     while (!inCache(this.d.cache.get<MySQLCluster>(RT, ns, name)?.status ?? {}) && Date.now() < until) await sleep(20);
   }
 
-  private async report(cluster: MySQLCluster, members: Observed[], desired: number, primary: InstanceConnection | undefined, rollout: RolloutOutcome, ctx: ReconcileContext): Promise<Result> {
+  private async report(
+    cluster: MySQLCluster,
+    members: Observed[],
+    desired: number,
+    primary: InstanceConnection | undefined,
+    rollout: RolloutOutcome,
+    storage: Omit<ConditionUpdate, "observedGeneration"> | undefined,
+    ctx: ReconcileContext,
+  ): Promise<Result> {
     const name = cluster.metadata.name ?? "";
     const statuses = members.map((m) => m.status);
     const ready = statuses.filter((s) => s.ready).length;
@@ -665,6 +680,7 @@ export class ClusterReconciler implements Reconciler {
           ? { type: "Replicating", status: "True", reason: "ReplicationRunning", message: `${replicas.length} replica(s) replicating` }
           : { type: "Replicating", status: "False", reason: "ReplicationStopped", message: replicas.filter((r) => !(r.ioThread && r.sqlThread)).map((r) => `${r.name}: ${r.message ?? "not replicating"}`).join("; ") },
       rollout.condition,
+      ...(storage ? [storage] : []),
     ];
     const before = cluster.status?.phase;
     await writeStatus(
@@ -689,7 +705,9 @@ export class ClusterReconciler implements Reconciler {
       ctx.log.info("cluster phase changed", { from: before, to: phase });
       if (phase === "Running") await this.d.events.record(cluster, "Normal", "Running", message);
     }
-    return { requeueAfter: Math.min(rollout.requeueAfter ?? STEADY_REQUEUE_MS, phase === "Running" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS) };
+    // Volumes growing are looked at often; a refused expansion only at the steady pace (the StorageClass may be fixed meanwhile).
+    const resizing = storage?.reason === "Expanding";
+    return { requeueAfter: Math.min(rollout.requeueAfter ?? STEADY_REQUEUE_MS, phase === "Running" && !resizing ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS) };
   }
 }
 
@@ -705,22 +723,4 @@ function memberError(err: unknown): string {
 
 function ignoreNotFound(err: unknown): void {
   if (!isNotFound(err)) throw err;
-}
-
-const BINARY_SUFFIX: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
-const DECIMAL_SUFFIX: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
-
-/** Compares two Kubernetes quantities (precise enough for volume sizes). */
-export function compareQuantity(a: string, b: string): number {
-  return quantityValue(a) - quantityValue(b);
-}
-
-function quantityValue(q: string): number {
-  const m = /^([+-]?[0-9.]+)(e[+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$/i.exec(q.trim());
-  if (!m) return Number.NaN;
-  const n = Number(m[1]);
-  const suffix = m[2] ?? "";
-  if (suffix in BINARY_SUFFIX) return n * (BINARY_SUFFIX[suffix] ?? 1);
-  if (/^e/i.test(suffix)) return n * 10 ** Number(suffix.slice(1));
-  return n * (DECIMAL_SUFFIX[suffix] ?? 1);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MySQLCluster } from "../api.ts";
-import { compareQuantity } from "../controllers/cluster-reconciler.ts";
+import { compareQuantity } from "./quantity.ts";
 import { ordinalOf, podHost, primaryHost } from "./names.ts";
 import { generatedSecret, primaryService, publishedInstance, readOnlyService, rootSecretRef, statefulSet } from "./objects.ts";
 
