@@ -15,7 +15,7 @@
 #   IMG              image to build and load (default stateward:dev)
 #   KIND_CLUSTER     cluster name (default stateward-e2e)
 #   KIND_NODE_IMAGE  node image (default: kind's own for its version)
-#   E2E_SUITES       test files or folders for vitest (default: e2e/tests/chart)
+#   E2E_SUITES       test files or folders for vitest (default: e2e/tests/chart e2e/tests/kind)
 #   KEEP_CLUSTER=1   leave the cluster running afterwards (for debugging; reused next time)
 set -euo pipefail
 
@@ -29,7 +29,7 @@ CLUSTER="${KIND_CLUSTER:-stateward-e2e}"
 NAMESPACE=stateward-system
 STATE="$ROOT/.stateward/kind"
 KUBECONFIG_FILE="$STATE/kubeconfig"
-read -r -a SUITES <<<"${E2E_SUITES:-e2e/tests/chart}"
+read -r -a SUITES <<<"${E2E_SUITES:-e2e/tests/chart e2e/tests/kind}"
 
 log() { echo "e2e-kind: $*" >&2; }
 
