@@ -187,7 +187,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
   const logDir = join(env.dir, "bench");
   mkdirSync(logDir, { recursive: true });
   const ns = await freshNamespace(client, "bench-core");
-  const config = { kubeconfig: env.kubeconfig, namespace: ns, maxConcurrentReconciles: MAX_CONCURRENT_RECONCILES };
+  const config = { kubeconfig: env.kubeconfig, namespace: ns, operators: { sample: { maxConcurrentReconciles: MAX_CONCURRENT_RECONCILES } } };
   const watch = new ReadyWatch(client, ns, WIDGETS);
   const managers: ManagerHandle[] = [];
   const rows: BenchRow[] = [];

@@ -1,23 +1,38 @@
 // The manager under benchmark, in a process of its own, so that its RSS is
-// its own (not the benchmark driver's) and a restart is a real process
-// restart: cold module loading, empty caches, a fresh LIST.
+// its own (not the benchmark driver's, which may also run reference pipelines
+// and generate data) and a restart is a real process restart: cold module
+// loading, empty caches, a fresh LIST. It runs the operators a benchmark
+// names: the sample operator (core.bench.ts), or the database-user and
+// mysql-backup operators as `stateward run --operators
+// database-user,mysql-backup` runs them (mysql-backup.bench.ts).
 //
-// Started by core.bench.ts with child_process.fork and one JSON argument
+// Started by manager-handle.ts with child_process.fork and one JSON argument
 // (ManagerProcessConfig); talks over the IPC channel (ManagerProcessMessage,
 // ManagerProcessRequest). Its logs go to stdout, which the parent points at a
 // file. SIGTERM/SIGINT stop the manager gracefully, as `stateward run` does;
 // losing the parent (IPC disconnect) does too, so an interrupted benchmark
 // leaves no manager behind.
 import { KubeConfig } from "@kubernetes/client-node";
-import { Manager, createLogger, type RequestCounts, type RequestObservation } from "@stateward/core";
+import { Manager, createLogger, type OperatorModule, type RequestCounts, type RequestObservation } from "@stateward/core";
+import { databaseUserOperator } from "@stateward/operator-database-user";
+import { createMySQLBackupOperator } from "@stateward/operator-mysql-backup";
 import { sampleOperator } from "../sample-operator/module.ts";
 
 export interface ManagerProcessConfig {
   kubeconfig: string;
   namespace: string;
-  maxConcurrentReconciles: number;
+  /**
+   * What to run: the sample operator with this many workers, or the MySQL
+   * operators with their defaults (as a user gets them).
+   */
+  operators: { sample: { maxConcurrentReconciles: number } } | "mysql-backup";
   /** Record write requests from the start (the restart check) rather than from a "record-writes" request on. */
-  recordWrites: boolean;
+  recordWrites?: boolean;
+}
+
+function operatorsOf(config: ManagerProcessConfig): OperatorModule[] {
+  if (config.operators === "mysql-backup") return [databaseUserOperator, createMySQLBackupOperator()];
+  return [sampleOperator({ maxConcurrentReconciles: config.operators.sample.maxConcurrentReconciles })];
 }
 
 /** A write request the manager made while recording (never a body: only what and where). */
@@ -65,7 +80,7 @@ async function main(): Promise<void> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(config.kubeconfig);
 
-  let recording = config.recordWrites;
+  let recording = config.recordWrites ?? false;
   const writes: WriteRequest[] = [];
   const manager = new Manager({
     kubeConfig,
@@ -77,7 +92,7 @@ async function main(): Promise<void> {
     onRequest: (o: RequestObservation) => {
       if (recording && writeVerbs.has(o.verb) && writes.length < maxRecordedWrites) writes.push({ verb: o.verb, path: o.path, status: o.status });
     },
-  }).load(sampleOperator({ maxConcurrentReconciles: config.maxConcurrentReconciles }));
+  }).load(...operatorsOf(config));
 
   const gc = (globalThis as { gc?: () => void }).gc;
   const stats = (collect = false): ManagerStats => {

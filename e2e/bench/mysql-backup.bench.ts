@@ -36,7 +36,7 @@ import { s3Client, type EnvironmentInfo } from "../harness/index.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../support/kube.ts";
 import { waitFor } from "../support/wait.ts";
 import { benchTables, connect, createBenchDatabase, databaseBytes, dropDatabase, tableChecksums, type ServerLogin } from "./backup-dataset.ts";
-import { startBackupManager, type BackupManagerHandle } from "./backup-manager-handle.ts";
+import { startManagerProcess, type ManagerHandle } from "./manager-handle.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
 import { pipelineBackup, pipelineRestore } from "./dump-pipeline.ts";
 import { cpuSeconds, watchProcess, type UsageWindow } from "./process-usage.ts";
@@ -86,10 +86,10 @@ type Operation = KubeObject & { status?: { phase?: string; conditions?: Conditio
  * the condition's message), timing it from the create and watching the
  * manager's memory and CPU meanwhile.
  */
-async function timedOperation<T extends Operation>(client: KubeClient, manager: BackupManagerHandle, rt: ResourceType, obj: T): Promise<Finished<T>> {
+async function timedOperation<T extends Operation>(client: KubeClient, manager: ManagerHandle, rt: ResourceType, obj: T): Promise<Finished<T>> {
   const ns = obj.metadata.namespace ?? "";
   const name = obj.metadata.name ?? "";
-  const window = watchProcess(manager.pid, RSS_SAMPLE_MS, () => manager.memory());
+  const window = watchProcess(manager.pid, RSS_SAMPLE_MS, async () => (await manager.stats()).memory);
   const measured = await (async () => {
     const t0 = performance.now();
     await client.create<T>(rt, obj);
@@ -186,7 +186,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
   const s3 = s3Client(env.s3);
   const admin = await connect(server);
   const mariadbd = await serverPid(env, admin);
-  const managers: BackupManagerHandle[] = [];
+  const managers: ManagerHandle[] = [];
   const failures: string[] = [];
   const rows: BenchRow[] = [];
   const row = (metric: string, value: number, unit: string, reference?: number, note?: string) => rows.push({ metric, value, unit, reference, note });
@@ -206,7 +206,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
 
   try {
     // 1. The manager first: it installs the CRDs the objects below need.
-    const manager = await startBackupManager({ kubeconfig: env.kubeconfig, namespace: ns }, join(logDir, "mysql-backup-manager-1.log"), START_TIMEOUT_MS);
+    const manager = await startManagerProcess({ kubeconfig: env.kubeconfig, namespace: ns, operators: "mysql-backup" }, join(logDir, "mysql-backup-manager-1.log"), START_TIMEOUT_MS);
     managers.push(manager);
     await client.create(builtin.secret, {
       metadata: { name: "mysql-admin", namespace: ns },
@@ -237,7 +237,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
     // A fresh manager, so that its peak RSS is the restore's and not what the backup left in the heap.
     await manager.stop();
     managers.splice(managers.indexOf(manager), 1);
-    const restorer = await startBackupManager({ kubeconfig: env.kubeconfig, namespace: ns }, join(logDir, "mysql-backup-manager-2.log"), START_TIMEOUT_MS);
+    const restorer = await startManagerProcess({ kubeconfig: env.kubeconfig, namespace: ns, operators: "mysql-backup" }, join(logDir, "mysql-backup-manager-2.log"), START_TIMEOUT_MS);
     managers.push(restorer);
     await dropDatabase(admin, db);
     const [restore, restoreServerCpu] = await onServer(mariadbd, () =>
@@ -263,7 +263,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
     managers.splice(managers.indexOf(restorer), 1);
     let small: Finished<MySQLBackup> | undefined;
     if (smallRows > 0) {
-      const third = await startBackupManager({ kubeconfig: env.kubeconfig, namespace: ns }, join(logDir, "mysql-backup-manager-3.log"), START_TIMEOUT_MS);
+      const third = await startManagerProcess({ kubeconfig: env.kubeconfig, namespace: ns, operators: "mysql-backup" }, join(logDir, "mysql-backup-manager-3.log"), START_TIMEOUT_MS);
       managers.push(third);
       await createBenchDatabase(server, smallDb, smallRows);
       small = await timedOperation(client, third, BK, backupSpec("small", smallDb));
