@@ -112,6 +112,7 @@ cat <<EOT
   kubectl -n $NS get mysqlbackup -o wide
   kubectl -n $NS get mysqlcluster orders-db -o yaml      # status.members: each server's role and replication
   kubectl -n $NS scale mysqlcluster orders-db --replicas=4
+  kubectl -n $NS patch mysqlcluster orders-db --type=merge -p '{"spec":{"config":{"max_connections":"800"}}}'   # applied at runtime, no restart
   kubectl -n $NS patch mysqlcluster orders-db --type=merge -p '{"spec":{"image":"mariadb:11.8"}}'   # a rolling upgrade
   cat $DEV/pods/servers.json                       # each pod's local server (KWOK runs no containers)
   make dev-down                                    # stops the manager, the pods' servers and the environment

@@ -183,7 +183,7 @@ describe("a 3-replica cluster", () => {
 
   it("refuses an unknown server setting without applying any of the change", async () => {
     const before = await client.get<KubeObject & { data: Record<string, string> }>(builtin.configMap, ns, names.configMap);
-    await client.patch(MYC, ns, name, { spec: { config: { max_connections: "400", no_such_setting_anywhere: "1" } } });
+    await client.patch(MYC, ns, name, { spec: { config: { back_log: "100", no_such_setting_anywhere: "1" } } });
     const failed = await waitFor("InvalidConfig reported", async () => {
       const c = await client.get<MySQLCluster>(MYC, ns, name);
       const ready = findCondition(c.status?.conditions, "Ready");
@@ -195,12 +195,12 @@ describe("a 3-replica cluster", () => {
     expect(after.data["my.cnf"]).toBe(before.data["my.cnf"]);
     const events = await client.list<KubeObject & { reason?: string; note?: string }>(builtin.event, { namespace: ns });
     expect(events.items.some((e) => e.reason === "InvalidConfig" && /no_such_setting_anywhere/.test(e.note ?? ""))).toBe(true);
-    // Fixed: applied, and the cluster is Running again.
-    await client.patch(MYC, ns, name, { spec: { config: { max_connections: "400", no_such_setting_anywhere: null } } });
+    // Fixed: applied — back_log is read-only in the server, so by restarting every server — and the cluster is Running again.
+    await client.patch(MYC, ns, name, { spec: { config: { back_log: "100", no_such_setting_anywhere: null } } });
     await running(name, 3, 60_000);
     await waitFor("ConfigMap updated", async () => {
       const cm = await client.get<KubeObject & { data: Record<string, string> }>(builtin.configMap, ns, names.configMap);
-      return /max_connections = 400/.test(cm.data["my.cnf"] ?? "") ? true : undefined;
+      return /back_log = 100/.test(cm.data["my.cnf"] ?? "") ? true : undefined;
     }, 30_000, 250);
   }, 120_000);
 

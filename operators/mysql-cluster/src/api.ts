@@ -113,7 +113,8 @@ export const MySQLClusterKind = defineKind({
           string("The setting's value as it would appear after = in my.cnf (one line).", { maxLength: 1024, pattern: SETTING_VALUE_PATTERN }),
           "Server settings (my.cnf, [mysqld] section), merged over the operator's safe defaults, e.g. max_connections: \"500\". " +
             "Names use _ or -. Settings the operator manages (server_id, read_only, log_bin, GTID and replication settings, paths and ports) are refused. " +
-            "A name the server does not know is reported on the cluster and not applied; prefix it with loose- to pass it anyway.",
+            "A name the server does not know is reported on the cluster and not applied; prefix it with loose- to pass it anyway. " +
+            "A change every server can take at runtime (MariaDB: settings that are not read-only, plain values) is applied with SET GLOBAL without a restart; any other change restarts the servers one at a time.",
           {
             maxProperties: 100,
             validations: [

@@ -3,7 +3,9 @@
 //   1. Secrets      the root and replication passwords (generated once when
 //                   absent, never overwritten); a missing user Secret: Pending
 //   2. config       the user's settings checked against the running primary's
-//                   variables before anything is applied; unknown: Failed
+//                   variables before anything is applied; unknown: Failed;
+//                   applied at runtime when every server can take them
+//                   (runtime-config.ts), else by a rollout (7)
 //   3. objects      ConfigMap, Services, PDB, MySQLInstance, StatefulSet —
 //                   server-side applied, only when they differ (drift reverted);
 //                   a bigger storage.size grows the volumes first (volumes.ts)
@@ -69,10 +71,12 @@ import {
   type ServerState,
 } from "../replication/server.ts";
 import { backupGate } from "./backups.ts";
+import { POD_CONFIG_HASH_ANNOTATION, RUNTIME_SETTINGS_ANNOTATION, decideConfig, type RunningServer } from "./runtime-config.ts";
 import { growVolumes } from "./volumes.ts";
 import { planRollout, type RolloutMember } from "./rollout.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
 import {
+  MY_CNF_KEY,
   configHash,
   configMap,
   generatedSecret,
@@ -214,7 +218,18 @@ export class ClusterReconciler implements Reconciler {
     if (primary) await this.checkConfig(cluster, primary);
 
     // 3b. Owned objects.
-    const cm = configMap(cluster, primary?.server.flavor ?? flavor);
+    // How a config change reaches the servers: at runtime when they can take it, else by a rollout (runtime-config.ts).
+    const cm = configMap(cluster, primary?.server.flavor ?? flavor) as KubeObject & { data: Record<string, string> };
+    const config = await decideConfig(
+      this.d,
+      cluster,
+      primary?.server.flavor ?? flavor,
+      { cnf: cm.data[MY_CNF_KEY] ?? "", hash: configHash(cm) },
+      this.d.cache.get(builtin.configMap, ns, names.configMap),
+      () => this.runningServers(cluster, pods, liveSts?.spec?.replicas ?? 0),
+      ctx,
+    );
+    cm.metadata.annotations = { ...cm.metadata.annotations, [POD_CONFIG_HASH_ANNOTATION]: config.podHash, [RUNTIME_SETTINGS_ANNOTATION]: JSON.stringify(config.runtime) };
     await this.apply(builtin.configMap, cm);
     await this.apply(builtin.service, headlessService(cluster));
     await this.apply(builtin.service, primaryService(cluster));
@@ -238,7 +253,7 @@ export class ClusterReconciler implements Reconciler {
         statefulSet(cluster, {
           flavor: primary?.server.flavor ?? flavor,
           replicas: stsReplicas,
-          configHash: configHash(cm),
+          configHash: config.podHash,
           ...(liveTemplates ? { liveClaimTemplates: liveTemplates.map((t) => ({ apiVersion: t.apiVersion ?? "v1", kind: t.kind ?? "PersistentVolumeClaim", metadata: { name: t.metadata?.name, labels: t.metadata?.labels }, spec: t.spec })) } : {}),
         }),
       ));
@@ -293,6 +308,23 @@ export class ClusterReconciler implements Reconciler {
 
     // 8. Status.
     return this.report(cluster, members, desired, primary, rollout, storage.condition, ctx);
+  }
+
+  /** Every current server, connected; undefined when a pod is missing or a server does not answer. */
+  private async runningServers(cluster: MySQLCluster, pods: Map<number, Pod>, current: number): Promise<RunningServer[] | undefined> {
+    const name = cluster.metadata.name ?? "";
+    const servers: RunningServer[] = [];
+    for (let ordinal = 0; ordinal < current; ordinal++) {
+      const pod = pods.get(ordinal);
+      if (!pod) return undefined;
+      try {
+        servers.push({ name: podName(name, ordinal), conn: await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "") });
+      } catch (err) {
+        memberError(err);
+        return undefined;
+      }
+    }
+    return servers.length > 0 ? servers : undefined;
   }
 
   /** The cluster's pods by ordinal (from the cache, which watches this namespace's pods). */
