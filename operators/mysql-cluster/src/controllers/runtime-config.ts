@@ -77,6 +77,8 @@ export async function decideConfig(
     ctx.log.info("config change needs a restart of every server", { reason, settings: [...change.changed.keys(), ...change.removed] });
     return restart;
   };
+  // Only the text changed (a comment, a newer operator's header): nothing to apply.
+  if (values.length === 0 && change.removed.length === 0) return { podHash: liveHash, runtime };
   if (flavor !== "MariaDB") return why("the server does not say which settings are dynamic");
   if (change.removed.length > 0) return why(`removed: ${change.removed.join(", ")}`);
   if (values.some((v) => v.set === undefined)) return why("a value SET GLOBAL cannot take as written");
