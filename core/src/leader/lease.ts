@@ -49,11 +49,13 @@ export class LeaderElector {
 
   constructor(client: KubeClient, opts: LeaderElectionOptions) {
     this.client = client;
+    // Field by field: a caller passing `retryPeriodMs: undefined` (the manager does, for "not set") gets the default,
+    // not NaN — which setTimeout takes for 1 ms, renewing the Lease in a tight loop.
     this.opts = {
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
       ...opts,
+      leaseDurationMs: opts.leaseDurationMs ?? 15_000,
+      renewDeadlineMs: opts.renewDeadlineMs ?? 10_000,
+      retryPeriodMs: opts.retryPeriodMs ?? 2_000,
     };
   }
 

@@ -208,6 +208,25 @@ describe("leader election", () => {
     await client.patch(W, "res", "led", { spec: { message: "by-new-leader" } });
     await until("reconciled by the new leader", client, "led", "by-new-leader");
   });
+
+  it("uses the documented timings when none are given, as `stateward run --leader-elect` does: a 15 s Lease renewed every 2 s", async () => {
+    const leaseRequests: string[] = [];
+    const m = fastManager((await proxiedKubeConfig("le-defaults")).kc, {
+      leaderElection: { namespace: "res", name: "widget-le-defaults" },
+      onRequest: (o) => {
+        if (o.path.includes("/leases")) leaseRequests.push(o.verb);
+      },
+    });
+    await m.start();
+    await waitFor("leader", () => (m.isLeader() ? true : undefined), 10_000);
+    const since = leaseRequests.length;
+    await new Promise((r) => setTimeout(r, 4_500));
+    const lease = await client.get<KubeObject & { spec?: { leaseDurationSeconds?: number } }>(builtin.lease, "res", "widget-le-defaults");
+    expect(lease.spec?.leaseDurationSeconds).toBe(15);
+    // Two or three renewals in 4.5 s; a timer given NaN fires every millisecond instead.
+    expect(leaseRequests.length - since).toBeLessThanOrEqual(6);
+    await m.stop();
+  });
 });
 
 describe("stateward run", () => {
