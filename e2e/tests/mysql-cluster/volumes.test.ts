@@ -39,11 +39,11 @@ async function running(name: string, replicas: number): Promise<MySQLCluster> {
   }, 180_000, 500);
 }
 
-async function storageCondition(name: string, reason: string) {
-  return waitFor(`StorageResized ${reason} on ${name}`, async () => {
+async function storageCondition(name: string, reason: string, message?: RegExp) {
+  return waitFor(`StorageResized ${reason}${message ? ` saying ${message}` : ""} on ${name}`, async () => {
     const c = await client.get<MySQLCluster>(MYC, ns, name);
     const cond = findCondition(c.status?.conditions, "StorageResized");
-    if (cond?.reason === reason) return cond;
+    if (cond?.reason === reason && (!message || message.test(cond.message))) return cond;
     throw new Error(`StorageResized is ${JSON.stringify(cond)}`);
   }, 60_000, 250);
 }
@@ -93,8 +93,9 @@ describe("storage.size raised", () => {
       return s && s.metadata.uid !== stsBefore.metadata.uid ? s : undefined;
     }, 60_000, 250);
     expect(sts.spec.volumeClaimTemplates[0]?.spec.resources.requests.storage).toBe("2Gi");
-    // Until the driver reports the new capacity, the condition says which volume is behind.
-    expect((await storageCondition(name, "Expanding")).message).toMatch(new RegExp(`data-${name}-0 has 1Gi`));
+    // Until the driver reports the new capacity, the condition says which volume is behind
+    // (first it says the StatefulSet is being recreated: the same reason, another message).
+    expect((await storageCondition(name, "Expanding", new RegExp(`data-${name}-0 has 1Gi`))).status).toBe("False");
     await running(name, 2);
     expect(await podUids(name)).toEqual(podsBefore);
     await waitFor("the pods adopted by the new StatefulSet", async () => {
