@@ -16,12 +16,11 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { builtin, isAlreadyExists, isNotFound, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
+import { builtin, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from "@stateward/core";
 import type { ServerAddress, ServerAddressResolver } from "@stateward/mysql";
 import { MY_CNF_KEY, ROLE_LABEL, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
 import { startMariaDB, stopMariaDB, type MariaDBEndpoint } from "../harness/index.ts";
-
-const PV = resourceType("v1", "PersistentVolume", "persistentvolumes", false);
+import { PV } from "./storage.ts";
 
 interface Pod extends KubeObject {
   spec: { nodeName?: string; containers: { name: string; image?: string; env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[] }[] };

@@ -8,7 +8,8 @@ import { randomBytes } from "node:crypto";
 import { builtin, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
 
 const STORAGE_CLASS = resourceType("storage.k8s.io/v1", "StorageClass", "storageclasses", false);
-const PV = resourceType("v1", "PersistentVolume", "persistentvolumes", false);
+/** Cluster-scoped: the volumes LocalPodServers makes for claims, and what a driver grows. */
+export const PV = resourceType("v1", "PersistentVolume", "persistentvolumes", false);
 
 /** A StorageClass that allows expansion (cluster-scoped: delete it with deleteStorageClass). */
 export async function createExpandableStorageClass(client: KubeClient): Promise<string> {

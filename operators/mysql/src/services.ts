@@ -36,7 +36,7 @@ export function bindMySQLServices(container: Pick<ContainerModuleLoadOptions, "b
   if (!isBound(MySQLTokens.Connector)) {
     bind<MySQLConnector>(MySQLTokens.Connector)
       .toResolvedValue(
-        (secrets: SecretReader, logger: Logger, addresses: ServerAddressResolver) => new MySQLConnector(secrets, logger, { addresses, ...options }),
+        (secrets: SecretReader, logger: Logger, addresses: ServerAddressResolver) => new MySQLConnector(secrets, logger, { ...options, addresses: options.addresses ?? addresses }),
         [MySQLTokens.SecretReader, Tokens.Logger, MySQLTokens.ServerAddresses],
       )
       // Runs when the container unbinds the connector; see MySQLConnector.close.
