@@ -4,8 +4,10 @@
 // not re-pointed), the cluster says NameConflict with an Event naming the
 // object, and deleting the cluster (garbage collection included) leaves them.
 // The apply guard itself is checked against the API server with a cache that
-// does not know the object (the uid precondition).
-import { NameConflictError, applyIfChanged, builtin, controllerReference, findCondition, type KubeObject } from "@stateward/core";
+// does not know the object (the uid precondition). Nor can config change a
+// setting the operator manages through an option prefix or an abbreviation
+// (loose-skip-log-bin): the API server refuses it.
+import { NameConflictError, applyIfChanged, builtin, controllerReference, findCondition, isInvalid, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -127,5 +129,23 @@ describe("applyIfChanged with a cache that does not know the object", () => {
     expect(err).toBeInstanceOf(NameConflictError);
     expect((err as Error).message).toMatch(/ConfigMap foreign already exists/);
     expect(essence(await client.get(builtin.configMap, ns, "foreign"))).toBe(essence(foreign));
+  });
+});
+
+describe("settings the operator manages, prefixed or abbreviated", () => {
+  it("are refused by the API server; ordinary and prefixed harmless settings are accepted", async () => {
+    const refused = { "loose-skip-log-bin": "", loose_read_only: "ON", loose_log_slave_updates: "OFF", "disable-log-bin": "", "skip-loose-read-only": "", read_onl: "ON", "maximum-server-id": "1" };
+    let i = 0;
+    for (const [name, value] of Object.entries(refused)) {
+      const err = await client.create(MYC, cluster(`sneaky-${i++}`, { config: { [name]: value } })).then(() => undefined, (e: unknown) => e);
+      expect(err, `${name} was accepted`).toBeDefined();
+      expect(isInvalid(err), name).toBe(true);
+      expect((err as Error).message).toMatch(/config may not set what the operator manages/);
+    }
+    // Accepted: made in a namespace no manager watches, so nothing is deployed for it.
+    const plain = cluster(`plain-${ns}`, { config: { "skip-name-resolve": "ON", "loose-innodb-foo": "1", max_connections: "200" } });
+    const created = await client.create(MYC, { ...plain, metadata: { ...plain.metadata, namespace: "default" } });
+    expect(created.spec.config?.["skip-name-resolve"]).toBe("ON");
+    await client.delete(MYC, "default", created.metadata.name ?? "");
   });
 });
