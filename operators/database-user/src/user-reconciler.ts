@@ -339,10 +339,6 @@ export class DatabaseUserReconciler implements Reconciler {
       await release("Normal", "AccountKept", `account ${describeAccount(account)} is still declared by DatabaseUser ${others[0]?.metadata.name ?? ""}: not dropped`);
       return;
     }
-    if (knownOrigin(user) === undefined) {
-      await release("Normal", "AccountNotDropped", `account ${describeAccount(account)} was neither created nor adopted by this DatabaseUser: not dropped`);
-      return;
-    }
     const instanceName = user.spec.instanceRef.name;
     let instance = this.d.cache.get<MySQLInstance>(MYI, namespace, instanceName);
     if (!instance) {
@@ -354,6 +350,10 @@ export class DatabaseUserReconciler implements Reconciler {
         await release("Warning", "InstanceGone", `MySQLInstance ${instanceName} no longer exists: account ${describeAccount(account)} was not dropped (nothing left to connect to)`);
         return;
       }
+    }
+    if (knownOrigin(user) === undefined) {
+      await release("Normal", "AccountNotDropped", `account ${describeAccount(account)} was neither created nor adopted by this DatabaseUser: not dropped`);
+      return;
     }
     let guarded: string | undefined;
     try {
