@@ -4,7 +4,6 @@
 // owner controls: an object of the same name made by someone else is never
 // taken over (server-side apply with force would silently adopt it, and
 // garbage collection would later delete it with the owner).
-import { randomUUID } from "node:crypto";
 import { isConflict, isInvalid, isNotFound } from "./errors.ts";
 import type { KubeClient } from "./kube-client.ts";
 import type { KubeObject, OwnerReference } from "./object.ts";
@@ -74,14 +73,17 @@ export function isSubset(desired: unknown, live: unknown): boolean {
  * Server-side applies `desired` unless `live` (from the cache) already
  * matches it. Returns true when it wrote.
  *
- * When `desired` names a controller (an owned object), `live` must be
- * controlled by the same owner, else NameConflictError and nothing is
- * written. The cache may be behind or not hold the object at all, so the
- * apply carries `metadata.uid` as a precondition: the cached object's uid, or
- * — when the cache has none — a fresh one no object has. The API server
- * refuses an apply whose uid differs from the stored object's, and ignores
- * the uid of an object it creates; so an object made by someone else between
- * the look-up and the apply is refused too, then read and reported.
+ * When `desired` names a controller (an owned object), the object it lands
+ * on must be controlled by the same owner, else NameConflictError and nothing
+ * is written. The cache may be behind or not hold the object at all:
+ * - with `live`, the apply carries its uid as a precondition — the API server
+ *   refuses an apply whose uid differs from the stored object's (one deleted
+ *   and made again by someone else), and one whose object no longer exists;
+ * - without `live`, the object is read first (a GET on the create path only;
+ *   a converged object costs nothing). The API server has no "create only"
+ *   precondition for an apply (a uid is refused when nothing exists), so an
+ *   object made by someone else between that read and the apply — the same
+ *   name, within milliseconds — is the one case not caught.
  */
 export async function applyIfChanged<T extends KubeObject>(client: KubeClient, rt: ResourceType, desired: T, live: KubeObject | undefined): Promise<boolean> {
   const owner = controllerOf(desired);
@@ -92,20 +94,24 @@ export async function applyIfChanged<T extends KubeObject>(client: KubeClient, r
     await client.apply(rt, desired, { force: true });
     return true;
   }
-  const uid = live?.metadata.uid ?? randomUUID();
-  try {
-    await client.apply(rt, { ...desired, metadata: { ...desired.metadata, uid } }, { force: true });
-  } catch (err) {
-    if (!isConflict(err) && !isInvalid(err)) throw err;
-    const name = desired.metadata.name ?? "";
-    const existing = await client.get<KubeObject>(rt, desired.metadata.namespace, name).catch((e: unknown) => {
+  const name = desired.metadata.name ?? "";
+  const read = () =>
+    client.get<KubeObject>(rt, desired.metadata.namespace, name).catch((e: unknown) => {
       if (isNotFound(e)) return undefined;
       throw e;
     });
-    if (!existing) throw err; // deleted meanwhile: the reconcile retries with a fresh look
-    checkControlled(rt, existing, owner.uid);
-    // Ours after all (the cache was behind, or does not hold it): once more, with its uid.
-    await client.apply(rt, { ...desired, metadata: { ...desired.metadata, uid: existing.metadata.uid } }, { force: true });
+  const current = live ?? (await read());
+  checkControlled(rt, current, owner.uid);
+  const body = current ? { ...desired, metadata: { ...desired.metadata, uid: current.metadata.uid } } : desired;
+  try {
+    await client.apply(rt, body, { force: true });
+  } catch (err) {
+    if (!current || !(isConflict(err) || isInvalid(err))) throw err;
+    // The uid precondition failed: the cached object was deleted (and perhaps made again) since.
+    // Whose is it now? Someone else's: refused; ours or none: applied once more against what is there.
+    const now = await read();
+    checkControlled(rt, now, owner.uid);
+    await client.apply(rt, now ? { ...desired, metadata: { ...desired.metadata, uid: now.metadata.uid } } : desired, { force: true });
   }
   return true;
 }

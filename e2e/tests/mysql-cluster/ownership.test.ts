@@ -4,7 +4,7 @@
 // not re-pointed), the cluster says NameConflict with an Event naming the
 // object, and deleting the cluster (garbage collection included) leaves them.
 // The apply guard itself is checked against the API server with a cache that
-// does not know the object (the uid precondition). Nor can config change a
+// does not know the object, or holds a deleted one (the uid precondition). Nor can config change a
 // setting the operator manages through an option prefix or an abbreviation
 // (loose-skip-log-bin): the API server refuses it.
 import { NameConflictError, applyIfChanged, builtin, controllerReference, findCondition, isInvalid, type KubeObject } from "@stateward/core";
@@ -123,12 +123,28 @@ describe("applyIfChanged with a cache that does not know the object", () => {
     expect(await applyIfChanged(client, builtin.configMap, owned("guarded", { a: "2" }), undefined)).toBe(true);
     expect((await client.get<KubeObject & { data?: Record<string, string> }>(builtin.configMap, ns, "guarded")).data).toEqual({ a: "2" });
 
-    // Someone else's, made after the cache looked: refused by the API server's uid check, then named.
+    // Someone else's that the cache does not know: read, and refused.
     const foreign = await client.create(builtin.configMap, configMap("foreign", { b: "theirs" }));
     const err = await applyIfChanged(client, builtin.configMap, owned("foreign", { b: "mine" }), undefined).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(NameConflictError);
     expect((err as Error).message).toMatch(/ConfigMap foreign already exists/);
     expect(essence(await client.get(builtin.configMap, ns, "foreign"))).toBe(essence(foreign));
+
+    // The cache still holds our object, but it was deleted and someone else made one of that name:
+    // the API server refuses the apply (uid precondition), and the new object is named.
+    const stale = await client.get(builtin.configMap, ns, "guarded");
+    await client.delete(builtin.configMap, ns, "guarded");
+    await waitGone(client, builtin.configMap, ns, "guarded");
+    const replaced = await client.create(builtin.configMap, configMap("guarded", { c: "theirs" }));
+    const err2 = await applyIfChanged(client, builtin.configMap, owned("guarded", { a: "3" }), stale).then(() => undefined, (e: unknown) => e);
+    expect(err2).toBeInstanceOf(NameConflictError);
+    expect(essence(await client.get(builtin.configMap, ns, "guarded"))).toBe(essence(replaced));
+
+    // Deleted and not made again: the stale cache does not stop it from being created anew.
+    await client.delete(builtin.configMap, ns, "guarded");
+    await waitGone(client, builtin.configMap, ns, "guarded");
+    expect(await applyIfChanged(client, builtin.configMap, owned("guarded", { a: "4" }), stale)).toBe(true);
+    expect((await client.get<KubeObject & { data?: Record<string, string> }>(builtin.configMap, ns, "guarded")).data).toEqual({ a: "4" });
   });
 });
 
