@@ -1,5 +1,5 @@
 // Which accounts a DatabaseUser may take over, against the real control plane
-// and MariaDB: never the instance's admin account or root (refused, the
+// and MariaDB: never the instance's admin account or a system account (refused, the
 // account untouched and still usable); an account that already exists only
 // with spec.adoptExisting (otherwise AccountExists, its password and grants
 // unchanged, and deleting the DatabaseUser leaves it); with the opt-in it is
@@ -64,15 +64,18 @@ describe("database-user: accounts it does not own", () => {
     await cleanUp(client, env.mysql, left);
   });
 
-  it("refuses the instance's admin account and root: nothing changes, deleting the DatabaseUser drops nothing", async () => {
+  // A system account by name: mysql.infoschema, which MariaDB does not have — on a release without
+  // protection the test then only creates and drops it, where root would lose its password and
+  // grants on the shared server.
+  it("refuses the instance's admin account and the system accounts: nothing changes, deleting the DatabaseUser drops nothing", async () => {
     await client.create(builtin.secret, secret(ns, "hijack", { password: "Hijacked-1" }));
     const grantsBefore = await showGrants(admin, adminUser);
     await client.create(DBU, databaseUser(ns, "hijack-admin", { instanceRef: { name: "db" }, user: adminUser, passwordSecretRef: { name: "hijack" }, grants: [] }));
-    await client.create(DBU, databaseUser(ns, "hijack-root", { instanceRef: { name: "db" }, user: "root", host: "localhost", passwordSecretRef: { name: "hijack" }, grants: [] }));
+    await client.create(DBU, databaseUser(ns, "hijack-system", { instanceRef: { name: "db" }, user: "mysql.infoschema", host: "localhost", passwordSecretRef: { name: "hijack" }, grants: [] }));
 
     const refused = await waitNotReady(client, ns, "hijack-admin", "ProtectedAccount");
     expect(refused.status?.conditions?.find((c) => c.type === "Ready")?.message).toMatch(/admin account of the MySQLInstance/);
-    await waitNotReady(client, ns, "hijack-root", "ProtectedAccount");
+    await waitNotReady(client, ns, "hijack-system", "ProtectedAccount");
     expect((await eventsFor(client, ns, "hijack-admin")).some((e) => e.reason === "ProtectedAccount" && e.type === "Warning")).toBe(true);
 
     await sleep(3_000); // past a drift check
@@ -81,13 +84,13 @@ describe("database-user: accounts it does not own", () => {
     expect(await showGrants(admin, adminUser)).toEqual(grantsBefore);
 
     // The default deletionPolicy is Delete: still, neither account is dropped.
-    for (const name of ["hijack-admin", "hijack-root"]) {
+    for (const name of ["hijack-admin", "hijack-system"]) {
       await client.delete(DBU, ns, name);
       await waitGone(client, DBU, ns, name);
     }
     expect(await accountExists(admin, adminUser)).toBe(true);
     expect(await tryLogin(env.mysql, adminUser, adminPassword)).toBe("ok");
-    expect(await accountExists(admin, "root", "localhost")).toBe(true);
+    expect(await accountExists(admin, "mysql.infoschema", "localhost")).toBe(false); // never created either
     expect((await client.get(MYI, ns, "db")).metadata.name).toBe("db");
   });
 
