@@ -104,7 +104,7 @@ export class DatabaseUserReconciler implements Reconciler {
     else user = await removeFinalizer(this.d.client, DBU, user, FINALIZER);
 
     // converge() replaces `current.user` when it writes the status midway (the account's origin, right
-    // after CREATE USER), so that a failure later on is written over that status, not over an older one.
+    // before CREATE USER), so that a failure later on is written over that status, not over an older one.
     const current = { user };
     try {
       return await this.converge(current, ctx);
@@ -208,11 +208,15 @@ export class DatabaseUserReconciler implements Reconciler {
     let origin = knownOrigin(user);
     const state = await readAccount(conn, account);
     if (!state) {
+      // Claimed in the status before CREATE USER: if that write fails nothing was created, where a
+      // write failing after it would leave the operator's own account looking like someone else's.
+      // (Left open: an account of that name created by hand in the milliseconds between the read
+      // above and CREATE USER, which then fails — and the next reconcile takes the account as its own.)
+      origin = await this.recordOrigin(current, "Created", `Creating account ${describeAccount(account)}`);
       await createAccount(conn, account, password, limits);
       fingerprint = await passwordFingerprint(password, uid);
       changed.push("created the account");
       ctx.log.info("account created", { account: describeAccount(account) });
-      origin = await this.recordOrigin(current, "Created", `Created account ${describeAccount(account)}; converging its grants`);
     } else {
       if (origin === undefined) {
         // An account this DatabaseUser did not create: taken over only when asked to.
@@ -287,10 +291,7 @@ export class DatabaseUserReconciler implements Reconciler {
     );
   }
 
-  /**
-   * Writes the account's origin at once, so that a failure later in the same reconcile
-   * cannot leave the operator's own account looking like someone else's.
-   */
+  /** Writes the account's origin at once, before the reconcile goes on (see the caller). */
   private async recordOrigin(current: { user: DatabaseUser }, origin: AccountOrigin, message: string): Promise<AccountOrigin> {
     current.user = await writeStatus(this.d.client, DBU, current.user, { accountOrigin: origin }, { status: "False", reason: "Converging", message });
     return origin;
