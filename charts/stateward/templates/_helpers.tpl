@@ -116,7 +116,9 @@ them), the root and replication Secrets it generates, the role label and readine
 condition it keeps on the cluster's Pods, the Pods it deletes one at a time in a rollout, the
 MySQLBackups it looks for (none may run during a rollout) or takes before one, and — when
 storage.size grows — the PersistentVolumeClaims it expands and the StatefulSet it deletes
-(pods orphaned) to recreate with the new claim template.
+(pods orphaned) to recreate with the new claim template. An owned object missing from the
+cache is read with get before it is applied: one of the same name made by someone else is
+never taken over (NameConflict).
 */}}
 {{- define "stateward.rules.mysqlCluster" -}}
 - apiGroups: ["stateward.io"]
@@ -130,19 +132,19 @@ storage.size grows — the PersistentVolumeClaims it expands and the StatefulSet
   verbs: ["update"]
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["list", "watch", "create", "patch", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
   verbs: ["list", "patch"]
 - apiGroups: [""]
   resources: ["services", "configmaps"]
-  verbs: ["list", "watch", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["list", "watch", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlinstances"]
-  verbs: ["list", "watch", "create", "patch"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "list", "watch", "create", "patch"]

@@ -21,4 +21,4 @@ export {
   type OwnerReference,
 } from "./object.ts";
 export { builtin, resourcePath, resourceType, type ResourceType } from "./resource.ts";
-export { applyIfChanged, controllerReference, isSubset } from "./owned.ts";
+export { NameConflictError, applyIfChanged, checkControlled, controllerReference, isControlledBy, isSubset } from "./owned.ts";

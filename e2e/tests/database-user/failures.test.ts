@@ -170,7 +170,7 @@ describe("database-user failures", () => {
   it("two DatabaseUsers for one account: the younger is refused; deleting either never drops the other's account", async () => {
     await client.create(builtin.secret, secret(ns, "twin-pw", { password: "twin-pw" }));
     const user = account("twin");
-    const twin = (name: string) => databaseUser(ns, name, { instanceRef: { name: "db" }, user, passwordSecretRef: { name: "twin-pw" } });
+    const twin = (name: string, adoptExisting?: boolean) => databaseUser(ns, name, { instanceRef: { name: "db" }, user, passwordSecretRef: { name: "twin-pw" }, ...(adoptExisting ? { adoptExisting } : {}) });
     const exists = async () => {
       const admin = await adminConnection(env.mysql);
       try {
@@ -191,8 +191,8 @@ describe("database-user failures", () => {
     expect(await exists()).toBe(true);
     expect((await eventsFor(client, ns, "twin-b")).some((e) => e.reason === "AccountKept")).toBe(true);
 
-    // The older goes: the account stays, and the other DatabaseUser naming it takes over.
-    await client.create(DBU, twin("twin-c"));
+    // The older goes: the account stays, and the other DatabaseUser naming it takes over (it exists: only with adoptExisting).
+    await client.create(DBU, twin("twin-c", true));
     await waitNotReady(client, ns, "twin-c", "AccountConflict");
     await client.delete(DBU, ns, "twin-a");
     await waitGone(client, DBU, ns, "twin-a");

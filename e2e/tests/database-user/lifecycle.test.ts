@@ -299,7 +299,7 @@ describe("database-user operator", () => {
     expect(await tryLogin(env.mysql, name, "set-by-hand")).toBe("ER_ACCESS_DENIED_ERROR");
   });
 
-  it("adopts an account that already exists, converging its password and grants", async () => {
+  it("adopts an account that already exists (adoptExisting), converging its password and grants", async () => {
     const name = user("legacy");
     await admin.query(`CREATE USER ${q(name)}@'%' IDENTIFIED BY 'old-legacy-password'`);
     await admin.query(`GRANT SELECT, DELETE ON ${q(otherDb)}.* TO ${q(name)}@'%'`);
@@ -310,6 +310,7 @@ describe("database-user operator", () => {
       databaseUser(ns, "legacy", {
         instanceRef: { name: "db" },
         user: name,
+        adoptExisting: true,
         passwordSecretRef: { name: "legacy-db", key: "pass" },
         grants: [{ privileges: ["SELECT"], database: otherDb }],
         maxUserConnections: 3,

@@ -86,7 +86,8 @@ export const DatabaseUserKind = defineKind({
   scope: "Namespaced",
   description:
     "A MySQL account on a MySQLInstance: created with the password from a Secret and exactly the grants listed, " +
-    "rotated when the Secret changes, dropped when the DatabaseUser is deleted (unless deletionPolicy is Retain).",
+    "rotated when the Secret changes, dropped when the DatabaseUser is deleted (unless deletionPolicy is Retain). " +
+    "An account that already exists is only taken over with adoptExisting; admin and system accounts never.",
   spec: object(
     {
       instanceRef: object(
@@ -136,9 +137,19 @@ export const DatabaseUserKind = defineKind({
         }),
       ),
       deletionPolicy: optional(
-        stringEnum(["Delete", "Retain"], "What deleting the DatabaseUser does to the account: Delete drops it, Retain leaves it in place.", {
-          default: "Delete",
-        }),
+        stringEnum(
+          ["Delete", "Retain"],
+          "What deleting the DatabaseUser does to the account: Delete drops it — only if the operator created it or adopted it (adoptExisting) — Retain leaves it in place.",
+          { default: "Delete" },
+        ),
+      ),
+      adoptExisting: optional(
+        boolean(
+          "Take over the account if it already exists on the server: its password is set from the Secret, grants not listed are revoked, " +
+            "and deleting the DatabaseUser drops it (deletionPolicy Delete). Without it an existing account is left untouched (Ready=False, AccountExists). " +
+            "The instance's admin account, the server's system accounts (root, mariadb.sys, mysql.sys, mysql.session, mysql.infoschema) and a MySQLCluster's replication account are never taken over.",
+          { default: false },
+        ),
       ),
     },
     "The account as it should be.",
@@ -166,6 +177,12 @@ export const DatabaseUserKind = defineKind({
       ),
       instanceUID: optional(string("uid of the MySQLInstance the account was last converged on.")),
       instanceGeneration: optional(integer("metadata.generation of the MySQLInstance the account was last converged on.")),
+      accountOrigin: optional(
+        stringEnum(
+          ["Created", "Adopted"],
+          "How the operator came to manage the account: Created (it did not exist) or Adopted (it existed and adoptExisting was set, or an earlier release managed it). Unset: the operator has not touched the account, and deleting the DatabaseUser will not drop it.",
+        ),
+      ),
     },
     "The observed state of the account.",
   ),

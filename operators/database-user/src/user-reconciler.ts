@@ -54,6 +54,7 @@ import { jitter } from "./instance-reconciler.ts";
 import { nativePasswordHash, passwordFingerprint } from "./password.ts";
 import { writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
+import { adminPrivileges, isClusterInstance, knownOrigin, protectedAccount, type AccountOrigin } from "./ownership.ts";
 
 /** On DatabaseUsers whose account is dropped on delete (deletionPolicy: Delete). */
 export const FINALIZER = "stateward.io/drop-account";
@@ -102,13 +103,16 @@ export class DatabaseUserReconciler implements Reconciler {
     if ((user.spec.deletionPolicy ?? "Delete") === "Delete") user = await addFinalizer(this.d.client, DBU, user, FINALIZER);
     else user = await removeFinalizer(this.d.client, DBU, user, FINALIZER);
 
+    // converge() replaces `current.user` when it writes the status midway (the account's origin, right
+    // before CREATE USER), so that a failure later on is written over that status, not over an older one.
+    const current = { user };
     try {
-      return await this.converge(user, ctx);
+      return await this.converge(current, ctx);
     } catch (err) {
       if (isConflict(err)) throw err; // the object changed under us: retry with the new version
       const failure = toFailure(err, user.spec.instanceRef.name);
-      await writeStatus(this.d.client, DBU, user, {}, { status: "False", reason: failure.reason, message: failure.message });
-      await this.d.events.record(user, "Warning", failure.reason, failure.message);
+      await writeStatus(this.d.client, DBU, current.user, {}, { status: "False", reason: failure.reason, message: failure.message });
+      await this.d.events.record(current.user, "Warning", failure.reason, failure.message);
       throw failure.terminal ? new TerminalError(failure.message) : failure;
     }
   }
@@ -158,7 +162,8 @@ export class DatabaseUserReconciler implements Reconciler {
     return all.reduce((a, b) => (order(b) < order(a) ? b : a));
   }
 
-  private async converge(user: DatabaseUser, ctx: ReconcileContext): Promise<Result> {
+  private async converge(current: { user: DatabaseUser }, ctx: ReconcileContext): Promise<Result> {
+    const user = current.user;
     const namespace = user.metadata.namespace ?? "";
     const uid = user.metadata.uid ?? "";
     const account = this.account(user);
@@ -172,6 +177,9 @@ export class DatabaseUserReconciler implements Reconciler {
         true,
       );
     }
+    const cluster = isClusterInstance(instance);
+    // Refused by name before anything else (the admin user's name is known once connected, below).
+    this.refuseProtected(account, undefined, cluster);
     const secretRef = user.spec.passwordSecretRef;
     if (this.converged(user, instance, this.d.secrets.version(namespace, secretRef.name))) {
       const wait = this.driftCheckIn(uid);
@@ -188,6 +196,7 @@ export class DatabaseUserReconciler implements Reconciler {
 
     quoteAccount(account.user, account.host); // refuses, as terminal, a name the schema let through but MySQL cannot hold
     const conn = await this.d.connector.connect(instance);
+    this.refuseProtected(account, conn.username, cluster);
     const problems = specProblems(user.spec, conn.server);
     if (problems.length > 0) throw new Failure("InvalidSpec", problems.join("; "), true);
 
@@ -196,14 +205,23 @@ export class DatabaseUserReconciler implements Reconciler {
     let fingerprint = sameInstance ? user.status?.passwordFingerprint : undefined;
     const limits = { tls: user.spec.tlsRequirement ?? "None", maxUserConnections: user.spec.maxUserConnections ?? 0 };
 
+    let origin = knownOrigin(user);
     const state = await readAccount(conn, account);
     if (!state) {
+      // Claimed in the status before CREATE USER: if that write fails nothing was created, where a
+      // write failing after it would leave the operator's own account looking like someone else's.
+      // (Left open: an account of that name created by hand in the milliseconds between the read
+      // above and CREATE USER, which then fails — and the next reconcile takes the account as its own.)
+      origin = await this.recordOrigin(current, "Created", `Creating account ${describeAccount(account)}`);
       await createAccount(conn, account, password, limits);
       fingerprint = await passwordFingerprint(password, uid);
       changed.push("created the account");
       ctx.log.info("account created", { account: describeAccount(account) });
     } else {
-      if (fingerprint === undefined && user.status?.passwordFingerprint === undefined) {
+      if (origin === undefined) {
+        // An account this DatabaseUser did not create: taken over only when asked to.
+        if (user.spec.adoptExisting !== true) throw await this.accountExists(conn, account, instance);
+        origin = "Adopted";
         changed.push("adopted the existing account");
         ctx.log.info("adopting an existing account", { account: describeAccount(account) });
       }
@@ -233,7 +251,7 @@ export class DatabaseUserReconciler implements Reconciler {
     const updated = await writeStatus(
       this.d.client,
       DBU,
-      user,
+      current.user,
       {
         user: account.user,
         host: account.host,
@@ -241,6 +259,7 @@ export class DatabaseUserReconciler implements Reconciler {
         passwordFingerprint: fingerprint,
         instanceUID: instance.metadata.uid,
         instanceGeneration: instance.metadata.generation,
+        accountOrigin: origin,
       },
       {
         status: "True",
@@ -251,6 +270,31 @@ export class DatabaseUserReconciler implements Reconciler {
     if (changed.length > 0) await this.d.events.record(updated, "Normal", "AccountUpdated", capitalize(`${changed.join("; ")}`));
     this.verifiedAt.set(uid, this.d.clock.now().getTime());
     return { requeueAfter: jitter(this.driftCheckIntervalMs) };
+  }
+
+  /** Refuses, as terminal, an account no DatabaseUser may manage. */
+  private refuseProtected(account: Account, adminUser: string | undefined, cluster: boolean): void {
+    const why = protectedAccount(account, { adminUser, cluster });
+    if (why !== undefined) {
+      throw new Failure("ProtectedAccount", `${why}: a DatabaseUser never manages it, nothing was changed; choose another user name (spec.user)`, true);
+    }
+  }
+
+  /** The failure for an existing account this DatabaseUser may not take over. Retried with backoff: dropping the account by hand also resolves it. */
+  private async accountExists(conn: InstanceConnection, account: Account, instance: MySQLInstance): Promise<Failure> {
+    const admin = adminPrivileges(await showGrants(conn, account));
+    const note = admin.length > 0 ? ` It holds administrative privileges (${admin.join(", ")} on *.*): taking it over would reset the password of an administrator.` : "";
+    return new Failure(
+      "AccountExists",
+      `account ${describeAccount(account)} already exists on MySQLInstance ${instance.metadata.name ?? ""} and was not created by this DatabaseUser: nothing was changed.${note} ` +
+        "Set spec.adoptExisting: true to take it over (its password is set from the Secret, grants not listed are revoked, deleting the DatabaseUser drops it), or choose another user name",
+    );
+  }
+
+  /** Writes the account's origin at once, before the reconcile goes on (see the caller). */
+  private async recordOrigin(current: { user: DatabaseUser }, origin: AccountOrigin, message: string): Promise<AccountOrigin> {
+    current.user = await writeStatus(this.d.client, DBU, current.user, { accountOrigin: origin }, { status: "False", reason: "Converging", message });
+    return origin;
   }
 
   /** Grants first, then revokes; repeated while SHOW GRANTS still differs. Returns the number of levels granted. */
@@ -308,9 +352,16 @@ export class DatabaseUserReconciler implements Reconciler {
         return;
       }
     }
+    if (knownOrigin(user) === undefined) {
+      await release("Normal", "AccountNotDropped", `account ${describeAccount(account)} was neither created nor adopted by this DatabaseUser: not dropped`);
+      return;
+    }
+    let guarded: string | undefined;
     try {
       const conn = await this.d.connector.connect(instance);
-      await dropAccount(conn, account);
+      // An account managed before protection existed (an earlier release) is still never dropped.
+      guarded = protectedAccount(account, { adminUser: conn.username, cluster: isClusterInstance(instance) });
+      if (guarded === undefined) await dropAccount(conn, account);
     } catch (err) {
       if (isConflict(err)) throw err;
       const failure = toFailure(err, instanceName);
@@ -319,6 +370,10 @@ export class DatabaseUserReconciler implements Reconciler {
       await this.d.events.record(user, "Warning", failure.reason, message);
       // Never terminal: the finalizer stays until the account is gone or the user says Retain.
       throw new Failure(failure.reason, message);
+    }
+    if (guarded !== undefined) {
+      await release("Warning", "ProtectedAccount", `${guarded}: account ${describeAccount(account)} was not dropped`);
+      return;
     }
     await release("Normal", "AccountDropped", `dropped account ${describeAccount(account)}`);
   }

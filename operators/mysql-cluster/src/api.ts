@@ -16,12 +16,10 @@ import {
   type ObjectOf,
 } from "@stateward/core";
 import { FLAVORS, objectNameField, secretKeyField } from "@stateward/mysql";
-import { OPERATOR_OWNED_SETTINGS, SETTING_NAME_PATTERN, SETTING_VALUE_PATTERN } from "./config/my-cnf.ts";
+import { OPERATOR_OWNED_SETTINGS, OPTION_PREFIXES, SETTING_NAME_PATTERN, SETTING_VALUE_PATTERN, operatorOwnedSettingPattern } from "./config/my-cnf.ts";
 
 /** The most members a cluster may have: one primary and up to eight replicas. */
 export const MAX_REPLICAS = 9;
-
-const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(", ")}]`;
 
 const quantityField = (description: string) => optional(string(description, { pattern: QUANTITY_PATTERN, maxLength: 64 }));
 
@@ -112,7 +110,7 @@ export const MySQLClusterKind = defineKind({
         map(
           string("The setting's value as it would appear after = in my.cnf (one line).", { maxLength: 1024, pattern: SETTING_VALUE_PATTERN }),
           "Server settings (my.cnf, [mysqld] section), merged over the operator's safe defaults, e.g. max_connections: \"500\". " +
-            "Names use _ or -. Settings the operator manages (server_id, read_only, log_bin, GTID and replication settings, paths and ports) are refused. " +
+            "Names use _ or -. Settings the operator manages (server_id, read_only, log_bin, GTID and replication settings, paths and ports) are refused, also with an option prefix (loose-skip-log-bin) or abbreviated (read_onl). " +
             "A name the server does not know is reported on the cluster and not applied; prefix it with loose- to pass it anyway. " +
             "A change every server can take at runtime (MariaDB: settings that are not read-only, plain values) is applied with SET GLOBAL without a restart; any other change restarts the servers one at a time.",
           {
@@ -120,8 +118,9 @@ export const MySQLClusterKind = defineKind({
             validations: [
               { rule: `self.all(k, k.matches('${SETTING_NAME_PATTERN}'))`, message: "config names are letters, digits, _ and -, starting with a letter (e.g. max_connections)" },
               {
-                rule: `self.all(k, !(k.replace('-', '_').lowerAscii() in ${celList(OPERATOR_OWNED_SETTINGS)}))`,
-                message: `config may not set what the operator manages: ${OPERATOR_OWNED_SETTINGS.join(", ")}`,
+                // Also through option prefixes (loose-skip-log-bin) and abbreviations (read_onl): see operatorOwnedSetting.
+                rule: `self.all(k, !k.replace('-', '_').lowerAscii().matches('${operatorOwnedSettingPattern()}'))`,
+                message: `config may not set what the operator manages, nor with an option prefix (${OPTION_PREFIXES.map((p) => `${p}-`).join(", ")}) or an abbreviation: ${OPERATOR_OWNED_SETTINGS.join(", ")}`,
               },
             ],
           },

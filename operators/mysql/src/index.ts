@@ -1,6 +1,7 @@
 // Public surface of @stateward/mysql: what the MySQL operators share — the
 // MySQLInstance kind, the per-instance connection pools, identifier quoting,
 // flavor detection, the privilege catalogue and the SHOW GRANTS parser.
+export { CLUSTER_REPLICATION_USER, SYSTEM_USERS } from "./accounts.ts";
 export { directAddresses, type ServerAddress, type ServerAddressResolver } from "./addresses.ts";
 export { poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 export { InstanceConnection, MySQLConnector, type ConnectError, type ConnectorOptions, type SqlValue, type StatementObservation } from "./connector.ts";

@@ -1,5 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { INIT_SCRIPT, OPERATOR_OWNED_SETTINGS, effectiveSettings, flavorOfImage, renderMyCnf, unknownSettings } from "./my-cnf.ts";
+import {
+  INIT_SCRIPT,
+  OPERATOR_OWNED_SETTINGS,
+  effectiveSettings,
+  flavorOfImage,
+  isLoose,
+  normalizeSettingName,
+  operatorOwnedSetting,
+  operatorOwnedSettingPattern,
+  renderMyCnf,
+  settingCandidates,
+  unknownSettings,
+} from "./my-cnf.ts";
 
 describe("my.cnf", () => {
   it("merges the user's settings over the flavor's defaults, names normalized", () => {
@@ -30,6 +42,39 @@ describe("my.cnf", () => {
   it("finds names the server does not know, but passes loose- ones", () => {
     const vars = new Set(["max_connections", "innodb_buffer_pool_size"]);
     expect(unknownSettings({ "max-connections": "1", innodb_buffer_pool_size: "1G", nope: "1", "loose-plugin-x": "1" }, vars)).toEqual(["nope"]);
+  });
+
+  // Each of these takes effect in mariadbd (checked with mariadbd --help --verbose).
+  const sneaky = ["loose-skip-log-bin", "loose_read_only", "loose_log_slave_updates", "skip-log-bin", "disable_log_bin", "enable-read-only", "Maximum-Server-Id", "skip-loose-read-only", "loose-loose-gtid_strict_mode", "read_onl", "loose-log-slave-upd", "loose-skip-skip-networking"];
+  const harmless = ["max_connections", "skip-name-resolve", "skip_external_locking", "loose-plugin-x", "innodb_buffer_pool_size", "log_bin_trust_function_creators", "relay_log_space_limit", "port_open_timeout", "enable_x", "skip_show_database"];
+
+  it("refuses managed settings through option prefixes and abbreviations, and nothing else", () => {
+    for (const name of sneaky) expect(operatorOwnedSetting(name), name).toBeDefined();
+    for (const name of harmless) expect(operatorOwnedSetting(name), name).toBeUndefined();
+    expect(operatorOwnedSetting("loose-skip-log-bin")).toBe("log_bin");
+    const s = effectiveSettings("MariaDB", { "loose-skip-log-bin": "", loose_read_only: "ON", "loose_log_slave_updates": "OFF", max_connections: "9" });
+    expect([...s.keys()].filter((k) => k.startsWith("loose") || k.startsWith("skip_log"))).toEqual([]);
+    expect(s.get("log_slave_updates")).toBe("ON");
+    expect(s.get("max_connections")).toBe("9");
+  });
+
+  it("has a CEL pattern that refuses exactly what operatorOwnedSetting refuses", () => {
+    const pattern = new RegExp(operatorOwnedSettingPattern());
+    const names = [...sneaky, ...harmless, ...OPERATOR_OWNED_SETTINGS, "s", "loose_", "skip_", "maximum_x", "serverid", "server_idx"];
+    for (const name of names) expect(pattern.test(normalizeSettingName(name)), name).toBe(operatorOwnedSetting(name) !== undefined);
+  });
+
+  it("takes prefixes off one at a time, loose- anywhere among them", () => {
+    expect(settingCandidates("loose-skip-log-bin")).toEqual(["loose_skip_log_bin", "skip_log_bin", "log_bin"]);
+    expect(settingCandidates("skip_")).toEqual(["skip_"]);
+    expect(isLoose("skip-loose-x")).toBe(true);
+    expect(isLoose("loose")).toBe(false);
+    expect(isLoose("max_connections")).toBe(false);
+  });
+
+  it("knows a prefixed name by the variable it sets", () => {
+    const vars = new Set(["skip_name_resolve", "innodb_file_per_table", "max_connections"]);
+    expect(unknownSettings({ "skip-name-resolve": "ON", "disable-innodb-file-per-table": "", "maximum-max-connections": "9", "skip-nope": "" }, vars)).toEqual(["skip-nope"]);
   });
 
   it("guesses the flavor from the image name", () => {

@@ -70,9 +70,56 @@ export function normalizeSettingName(name: string): string {
   return name.toLowerCase().replaceAll("-", "_");
 }
 
-/** Whether a setting is passed with `loose-`, which the server ignores when it does not know it. */
+/**
+ * The prefixes the servers' option parser (my_getopt) takes off a name it does
+ * not know, in any order and any number: `loose-` (ignore when unknown),
+ * `skip-`/`disable-` (set OFF), `enable-` (set ON), `maximum-` (the session
+ * limit). `loose-skip-log-bin` turns the binary log off.
+ */
+export const OPTION_PREFIXES = ["loose", "skip", "disable", "enable", "maximum"] as const;
+
+/**
+ * The names a setting may stand for, normalized: itself, then what is left
+ * after each option prefix is taken off (`loose_skip_log_bin`,
+ * `skip_log_bin`, `log_bin`). The server tries them in this order.
+ */
+export function settingCandidates(name: string): string[] {
+  const out: string[] = [];
+  let rest = normalizeSettingName(name);
+  for (;;) {
+    out.push(rest);
+    const prefix = OPTION_PREFIXES.find((p) => rest.startsWith(`${p}_`) && rest.length > p.length + 1);
+    if (prefix === undefined) return out;
+    rest = rest.slice(prefix.length + 1);
+  }
+}
+
+/**
+ * The operator-managed setting a name in `config` would change, or undefined.
+ * Also through option prefixes, and through abbreviations: MariaDB takes any
+ * unambiguous start of a name for the name (`read_onl` is read_only), so a
+ * name that is the start of a managed one is refused too.
+ */
+export function operatorOwnedSetting(name: string): string | undefined {
+  for (const candidate of settingCandidates(name)) {
+    const owned = OPERATOR_OWNED_SETTINGS.find((o) => o.startsWith(candidate));
+    if (owned !== undefined) return owned;
+  }
+  return undefined;
+}
+
+/**
+ * The same test as a regular expression over the normalized name, for the
+ * CRD's CEL rule: option prefixes, then a non-empty start of a managed name.
+ */
+export function operatorOwnedSettingPattern(): string {
+  const startOf = (name: string): string => [...name].reduceRight((inner, ch) => `${ch}${inner === "" ? "" : `(${inner})?`}`, "");
+  return `^((${OPTION_PREFIXES.join("|")})_)*(${OPERATOR_OWNED_SETTINGS.map(startOf).join("|")})$`;
+}
+
+/** Whether a setting is passed with `loose-` (anywhere among its prefixes): the server ignores it when it does not know it. */
 export function isLoose(name: string): boolean {
-  return normalizeSettingName(name).startsWith("loose_");
+  return settingCandidates(name).slice(0, -1).some((c) => c.startsWith("loose_"));
 }
 
 /**
@@ -86,14 +133,16 @@ export function flavorOfImage(image: string): Flavor {
   return /^(mysql|mysql-server|percona|percona-server)$/.test(name) ? "MySQL" : "MariaDB";
 }
 
-/** The settings in effect: defaults, then `config` (names normalized), operator-owned names dropped from `config`. */
+/**
+ * The settings in effect: defaults, then `config` (names normalized), names
+ * that would change an operator-managed setting (however prefixed or
+ * abbreviated) dropped from `config`.
+ */
 export function effectiveSettings(flavor: Flavor, config: Readonly<Record<string, string>> = {}): Map<string, string> {
-  const owned = new Set<string>(OPERATOR_OWNED_SETTINGS);
   const settings = new Map(Object.entries(defaults[flavor]));
   for (const [name, value] of Object.entries(config)) {
-    const normalized = normalizeSettingName(name);
-    if (owned.has(normalized)) continue;
-    settings.set(normalized, value);
+    if (operatorOwnedSetting(name) !== undefined) continue;
+    settings.set(normalizeSettingName(name), value);
   }
   return settings;
 }
@@ -109,12 +158,14 @@ export function renderMyCnf(flavor: Flavor, config: Readonly<Record<string, stri
 
 /**
  * Names in `config` the server does not know, checked against its
- * `SHOW GLOBAL VARIABLES` (normalized). `loose-` names are passed through:
- * the server skips them itself.
+ * `SHOW GLOBAL VARIABLES` (normalized): known when the name, or what is left
+ * after its option prefixes (`skip-name-resolve` is a variable itself;
+ * `disable-x` sets x), is a variable. `loose-` names are passed through: the
+ * server skips them itself.
  */
 export function unknownSettings(config: Readonly<Record<string, string>>, serverVariables: ReadonlySet<string>): string[] {
   return Object.keys(config)
-    .filter((name) => !isLoose(name) && !serverVariables.has(normalizeSettingName(name)))
+    .filter((name) => !isLoose(name) && !settingCandidates(name).some((c) => serverVariables.has(c)))
     .sort();
 }
 

@@ -1,5 +1,8 @@
 // MySQLCluster: level-based convergence of one cluster, in this order:
 //
+//   0. names        an object of another owner under one of the cluster's
+//                   names (or a foreign generated-Secret name): Pending,
+//                   NameConflict, nothing done (controllers/ownership.ts)
 //   1. Secrets      the root and replication passwords (generated once when
 //                   absent, never overwritten); a missing user Secret: Pending
 //   2. config       the user's settings checked against the running primary's
@@ -22,6 +25,7 @@
 //   8. status       members, phase, conditions; requeued while not converged,
 //                   and every 30 s after to keep replication state fresh
 import {
+  NameConflictError,
   TerminalError,
   applyIfChanged,
   builtin,
@@ -73,6 +77,7 @@ import {
 import { backupGate } from "./backups.ts";
 import { POD_CONFIG_HASH_ANNOTATION, RUNTIME_SETTINGS_ANNOTATION, decideConfig, type RunningServer } from "./runtime-config.ts";
 import { growVolumes } from "./volumes.ts";
+import { checkGeneratedSecret, checkOwnedNames } from "./ownership.ts";
 import { planRollout, type RolloutMember } from "./rollout.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
 import {
@@ -169,7 +174,9 @@ export class ClusterReconciler implements Reconciler {
     if (cluster.metadata.deletionTimestamp) return undefined;
     try {
       return await this.converge(cluster, ctx);
-    } catch (err) {
+    } catch (caught) {
+      // Another object holds one of the cluster's names: nothing was taken over; waits until the name is free.
+      const err = caught instanceof NameConflictError ? new ClusterProblem("Pending", "NameConflict", caught.message) : caught;
       if (!(err instanceof ClusterProblem)) throw err;
       ctx.log.info("cluster cannot converge", { reason: err.reason, message: err.message });
       await this.d.events.record(cluster, "Warning", err.reason, err.message);
@@ -186,6 +193,9 @@ export class ClusterReconciler implements Reconciler {
     const names = clusterNames(name);
     const desired = cluster.spec.replicas ?? 3;
     const flavor: Flavor = cluster.status?.flavor ?? flavorOfImage(cluster.spec.image ?? "mariadb:11.4");
+
+    // 0. Names: an object of another owner under one of them stops everything.
+    checkOwnedNames(this.d.cache, cluster);
 
     // 1. Secrets.
     const replicationPassword = await this.ensureSecrets(cluster, ctx);
@@ -374,6 +384,7 @@ export class ClusterReconciler implements Reconciler {
     const existing = await this.d.secrets.read(ns, name);
     const wanted = generatedSecret(cluster, name, {});
     if (existing) {
+      checkGeneratedSecret(existing, cluster);
       // Never overwritten; only whether it goes with the cluster follows secretDeletionPolicy.
       const owned = (existing.metadata.ownerReferences ?? []).some((o) => o.uid === cluster.metadata.uid);
       const shouldOwn = (wanted.metadata.ownerReferences ?? []).length > 0;
@@ -392,6 +403,7 @@ export class ClusterReconciler implements Reconciler {
     }
     const created = await this.d.secrets.read(ns, name);
     if (!created) throw new Error(`Secret ${name} vanished right after it was created`);
+    checkGeneratedSecret(created, cluster); // someone else's, made between the look-up and the create
     return created;
   }
 

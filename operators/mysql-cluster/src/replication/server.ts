@@ -1,12 +1,12 @@
 // What the operator reads from and does to one server of a cluster, in the
 // flavor's own SQL. Values (host names, the replication password) are bound
 // as parameters; the few identifiers are constants.
-import type { InstanceConnection } from "@stateward/mysql";
+import { CLUSTER_REPLICATION_USER, type InstanceConnection } from "@stateward/mysql";
 import { cellText } from "./cell.ts";
 import { gtidContains, gtidListOfEvent } from "./gtid.ts";
 
-/** The account replicas log in to the primary with. */
-export const REPLICATION_USER = "replication";
+/** The account replicas log in to the primary with (shared: the database-user operator refuses to touch it). */
+export const REPLICATION_USER = CLUSTER_REPLICATION_USER;
 
 type Row = Record<string, unknown>;
 

@@ -1,0 +1,56 @@
+// Which accounts a DatabaseUser may manage. The operator acts with the
+// instance's admin rights, so a DatabaseUser naming an account that already
+// exists could otherwise reset its password, revoke its grants and, on delete,
+// drop it — the admin account, root, or a cluster's replication account
+// included. Pure: the reconciler supplies what it read.
+import { CLUSTER_REPLICATION_USER, SYSTEM_USERS, type MySQLInstance, type ParsedGrant } from "@stateward/mysql";
+import type { Account } from "./account.ts";
+import type { DatabaseUser } from "./api.ts";
+
+/** How the DatabaseUser came to manage its account (status.accountOrigin). */
+export type AccountOrigin = "Created" | "Adopted";
+
+/** Whether the MySQLInstance is the one a MySQLCluster publishes for itself. */
+export function isClusterInstance(instance: MySQLInstance): boolean {
+  return (instance.metadata.ownerReferences ?? []).some((o) => o.controller === true && o.kind === "MySQLCluster");
+}
+
+/**
+ * Why the account must never be managed by a DatabaseUser, or undefined when
+ * it may be. By user name, on any host: `root`@`localhost` matters as much as
+ * `root`@`%`, and the admin Secret names a user, not a host.
+ */
+export function protectedAccount(account: Account, instance: { adminUser: string | undefined; cluster: boolean }): string | undefined {
+  if (instance.adminUser !== undefined && account.user === instance.adminUser) {
+    return `'${account.user}' is the admin account of the MySQLInstance (the operators log in with it)`;
+  }
+  if (SYSTEM_USERS.includes(account.user)) return `'${account.user}' is a system account of the server`;
+  if (instance.cluster && account.user === CLUSTER_REPLICATION_USER) {
+    return `'${account.user}' is the replication account of the MySQLCluster (its replicas log in with it)`;
+  }
+  return undefined;
+}
+
+/**
+ * The account's origin as far as this DatabaseUser knows it: status.accountOrigin,
+ * or — for an object last converged by a release that did not record it — Adopted:
+ * that release managed (and on delete dropped) whatever account it found, and
+ * the object keeps the behaviour it was created with.
+ */
+export function knownOrigin(user: Pick<DatabaseUser, "status">): AccountOrigin | undefined {
+  const status = user.status;
+  if (status?.accountOrigin !== undefined) return status.accountOrigin;
+  if (status?.user !== undefined && status.passwordFingerprint !== undefined) return "Adopted";
+  return undefined;
+}
+
+/** Global privileges that make an account an administrator, as SHOW GRANTS lists them; empty when none. */
+export function adminPrivileges(grants: readonly ParsedGrant[]): string[] {
+  const out = new Set<string>();
+  for (const g of grants) {
+    if (g.kind !== "object" || g.database !== "*" || g.table !== "*") continue;
+    for (const p of g.privileges) if (p === "ALL PRIVILEGES" || p === "SUPER") out.add(p);
+    if (g.grantOption) out.add("GRANT OPTION");
+  }
+  return [...out];
+}
