@@ -57,6 +57,7 @@ import { MySQLClusterKind, type MemberStatus, type MySQLCluster, type MySQLClust
 import { SERVER_ID_BASE, flavorOfImage, unknownSettings } from "../config/my-cnf.ts";
 import { gtidContains, gtidCount } from "../replication/gtid.ts";
 import { connectMember, memberPoolName } from "../replication/members.ts";
+import { choosePrimary, type Candidate, type Selection } from "../replication/primary-selection.ts";
 import { SeedError, seedReplica } from "../replication/seed.ts";
 import { SwitchoverError, switchover } from "../replication/switchover.ts";
 import {
@@ -200,13 +201,29 @@ export class ClusterReconciler implements Reconciler {
     }
     const storage = await growVolumes(this.d, cluster, liveSize, liveSts?.metadata.deletionTimestamp !== undefined);
 
-    // Pods and the primary.
+    // Pods and the primary: the one on record; without one, chosen from the servers' histories
+    // (replication/primary-selection.ts) — never assumed to be ordinal 0.
     const pods = this.pods(cluster);
-    const primaryOrdinal = ordinalOf(name, cluster.status?.currentPrimary ?? "") ?? 0;
-    const primaryPod = pods.get(primaryOrdinal);
+    const current = liveSts?.spec?.replicas ?? 0;
+    const primaryOrdinal = ordinalOf(name, cluster.status?.currentPrimary ?? "");
+    let unknownPrimary: Extract<Selection, { kind: "unknown" }> | undefined;
+    if (primaryOrdinal === undefined) {
+      const selection = await this.selectPrimary(cluster, pods, Math.max(desired, current), flavor);
+      if (selection.kind === "chosen") {
+        const pName = podName(name, selection.ordinal);
+        // On record before it is made writable: every later reconcile starts from it.
+        await this.recordStatus(cluster, { currentPrimary: pName }, (s) => s.currentPrimary === pName);
+        ctx.log.info("primary chosen", { pod: pName, why: selection.why });
+        await this.d.events.record(cluster, "Normal", "PrimarySelected", `${pName} is the primary: ${selection.why}`);
+        // Everything goes on from the recorded primary (and a status of the current version).
+        return { requeueAfter: 100 };
+      }
+      unknownPrimary = selection;
+    }
+    const primaryPod = primaryOrdinal === undefined ? undefined : pods.get(primaryOrdinal);
     let primary: InstanceConnection | undefined;
     let primaryError: string | undefined;
-    if (primaryPod) {
+    if (primaryPod && primaryOrdinal !== undefined) {
       try {
         primary = await connectMember(this.d.connector, cluster, primaryOrdinal, primaryPod.metadata.uid ?? "");
       } catch (err) {
@@ -239,9 +256,9 @@ export class ClusterReconciler implements Reconciler {
 
     // 4. Scale in: stop replication on the leaving ordinals first. When the primary would
     //    leave, nothing shrinks until a switchover (below) moved it to a staying replica.
-    const current = liveSts?.spec?.replicas ?? 0;
-    const primaryLeaving = desired <= primaryOrdinal && current > desired;
-    const stsReplicas = primaryLeaving ? current : desired;
+    //    With no primary known, nothing shrinks: a leaving server may be the one with the newest writes.
+    const primaryLeaving = primaryOrdinal !== undefined && desired <= primaryOrdinal && current > desired;
+    const stsReplicas = primaryLeaving || (primaryOrdinal === undefined && current > desired) ? current : desired;
     for (let ordinal = current - 1; ordinal >= stsReplicas; ordinal--) {
       const pod = pods.get(ordinal);
       if (pod) await this.retire(cluster, ordinal, pod, ctx);
@@ -257,6 +274,8 @@ export class ClusterReconciler implements Reconciler {
           ...(liveTemplates ? { liveClaimTemplates: liveTemplates.map((t) => ({ apiVersion: t.apiVersion ?? "v1", kind: t.kind ?? "PersistentVolumeClaim", metadata: { name: t.metadata?.name, labels: t.metadata?.labels }, spec: t.spec })) } : {}),
         }),
       ));
+
+    if (primaryOrdinal === undefined) return this.awaitPrimary(cluster, pods, unknownPrimary!, ctx);
 
     // 5. Members.
     const members: Observed[] = [];
@@ -308,6 +327,70 @@ export class ClusterReconciler implements Reconciler {
 
     // 8. Status.
     return this.report(cluster, members, desired, primary, rollout, storage.condition, ctx);
+  }
+
+  /**
+   * The primary when status names none (a cluster re-created on retained
+   * volumes, restored without status): spec.primary when set, else the server
+   * whose history contains every other's. Ordinals up to `members`; one with
+   * neither pod nor volume never held data.
+   */
+  private async selectPrimary(cluster: MySQLCluster, pods: Map<number, Pod>, members: number, flavor: Flavor): Promise<Selection> {
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    if (cluster.spec.primary !== undefined) return { kind: "chosen", ordinal: cluster.spec.primary, why: "spec.primary names it" };
+    const candidates: Candidate[] = [];
+    for (let ordinal = 0; ordinal < Math.max(members, 1); ordinal++) {
+      const pod = pods.get(ordinal);
+      if (!pod) {
+        const claim = await this.d.client.get(builtin.persistentVolumeClaim, ns, `data-${podName(name, ordinal)}`).catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
+        candidates.push(claim ? { ordinal, kind: "unreachable", why: "its volume exists but its pod does not yet" } : { ordinal, kind: "absent" });
+        continue;
+      }
+      try {
+        const conn = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "");
+        const state = await readServer(conn);
+        const replica = await readReplica(conn);
+        candidates.push({ ordinal, kind: "reachable", history: state.history, replica: replica.configured });
+      } catch (err) {
+        candidates.push({ ordinal, kind: "unreachable", why: memberError(err) });
+      }
+    }
+    return choosePrimary(flavor, candidates, (o) => podName(name, o));
+  }
+
+  /**
+   * No primary can be chosen yet: nothing is made writable. Pods whose server
+   * answers get the readiness gate (and no role label, so no Service selects
+   * them): with OrderedReady the StatefulSet creates the next pod only once
+   * this one is Ready, and every server must answer before they are compared.
+   */
+  private async awaitPrimary(cluster: MySQLCluster, pods: Map<number, Pod>, selection: Extract<Selection, { kind: "unknown" }>, ctx: ReconcileContext): Promise<Result> {
+    const ns = cluster.metadata.namespace ?? "";
+    for (const [ordinal, pod] of pods) {
+      const answers = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "").then(
+        () => true,
+        (err: unknown) => (memberError(err), false),
+      );
+      const want = answers ? "True" : "False";
+      if (pod.status?.conditions?.find((c) => c.type === MEMBER_READY_CONDITION)?.status === want) continue;
+      const condition = { type: MEMBER_READY_CONDITION, status: want, reason: "AwaitingPrimary", message: selection.message, lastTransitionTime: new Date().toISOString() };
+      await this.d.client.patch(builtin.pod, ns, pod.metadata.name ?? "", { status: { conditions: [condition] } }, "strategic", "status").catch(ignoreNotFound);
+    }
+    const previous = findCondition(cluster.status?.conditions, "Available");
+    // Diverged servers need the user; servers still starting do not (and say so in the condition only).
+    if (selection.reason === "Diverged" && previous?.message !== selection.message) {
+      ctx.log.info("no primary can be chosen", { reason: selection.reason });
+      await this.d.events.record(cluster, "Warning", "PrimaryUnknown", selection.message);
+    }
+    const phase = cluster.status?.phase === "Running" || cluster.status?.phase === "Degraded" ? "Degraded" : "Provisioning";
+    await writeStatus(this.d.client, RT, cluster, { phase }, { status: "False", reason: "PrimaryUnknown", message: selection.message }, [
+      { type: "Available", status: "False", reason: "PrimaryUnknown", message: selection.message },
+    ]);
+    return { requeueAfter: selection.reason === "Diverged" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS };
   }
 
   /** Every current server, connected; undefined when a pod is missing or a server does not answer. */
