@@ -4,6 +4,7 @@
 import {
   Tokens,
   builtin,
+  type BackgroundTasks,
   type Cache,
   type ControllerSetup,
   type EventRecorder,
@@ -52,7 +53,7 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       }
       bindMySQLServices(container);
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings) => ({
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks) => ({
           setup: (builder) => {
             // Owned MySQLInstances are watched through the same informer as everywhere (the manager's target applies).
             registerInstanceInformer(cache, settings);
@@ -82,12 +83,12 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
               .owns(MySQLInstanceKind.resource)
               .watches(builtin.pod, podToCluster)
               .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
-              // Seeding a replica can take a while; other clusters go on meanwhile.
+              // Seeds run in the background; a reconcile still talks to every server of its cluster.
               .withOptions({ maxConcurrentReconciles: 4 })
-              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, targetLabel: settings.targetLabel }));
+              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, targetLabel: settings.targetLabel }));
           },
         }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings],
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings, Tokens.BackgroundTasks],
       );
     }),
   };

@@ -30,6 +30,7 @@ import {
   isConflict,
   isNotFound,
   writeStatus,
+  type BackgroundTasks,
   type Cache,
   type ConditionUpdate,
   type EventRecorder,
@@ -58,7 +59,7 @@ import { SERVER_ID_BASE, flavorOfImage, unknownSettings } from "../config/my-cnf
 import { gtidContains, gtidCount } from "../replication/gtid.ts";
 import { connectMember, memberPoolName } from "../replication/members.ts";
 import { choosePrimary, type Candidate, type Selection } from "../replication/primary-selection.ts";
-import { SeedError, seedReplica } from "../replication/seed.ts";
+import { SeedBusyError, SeedError, seedReplica } from "../replication/seed.ts";
 import { SwitchoverError, switchover } from "../replication/switchover.ts";
 import {
   preparePrimary,
@@ -73,7 +74,8 @@ import {
 } from "../replication/server.ts";
 import { backupGate } from "./backups.ts";
 import { POD_CONFIG_HASH_ANNOTATION, RUNTIME_SETTINGS_ANNOTATION, decideConfig, type RunningServer } from "./runtime-config.ts";
-import { growVolumes } from "./volumes.ts";
+import { ReplicaSeeding, seedingCondition, type SeedView } from "./seeding.ts";
+import { STORAGE_CONDITION, growVolumes } from "./volumes.ts";
 import { planRollout, type RolloutMember } from "./rollout.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
 import {
@@ -104,6 +106,8 @@ export interface ClusterReconcilerDeps {
   connector: MySQLConnector;
   secrets: SecretReader;
   addresses: ServerAddressResolver;
+  /** Where seeds run: outside the reconcile (controllers/seeding.ts). */
+  tasks: BackgroundTasks;
   /** The label of the manager's `--target`, copied from the cluster to the MySQLInstance it publishes. */
   targetLabel?: string;
 }
@@ -154,9 +158,11 @@ export class ClusterReconciler implements Reconciler {
   private readonly d: ClusterReconcilerDeps;
   /** Config already checked against the server, per cluster uid: the check runs once per change. */
   private readonly checkedConfig = new Map<string, string>();
+  private readonly seeding: ReplicaSeeding;
 
   constructor(deps: ClusterReconcilerDeps) {
     this.d = deps;
+    this.seeding = new ReplicaSeeding(deps.tasks);
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
@@ -164,6 +170,7 @@ export class ClusterReconciler implements Reconciler {
     const cluster = this.d.cache.get<MySQLCluster>(RT, ns, req.name);
     if (!cluster) {
       // Owned objects go with the cluster (garbage collection); close the pools of its pods.
+      await this.seeding.forget(ns, req.name);
       for (let ordinal = 0; ordinal < 16; ordinal++) this.d.connector.forget(ns, memberPoolName(req.name, ordinal));
       return undefined;
     }
@@ -295,6 +302,7 @@ export class ClusterReconciler implements Reconciler {
       }
       members.push({ ordinal: primaryOrdinal, pod: primaryPod, status });
     }
+    const seeds: SeedView[] = [];
     for (const [ordinal, pod] of [...pods].sort(([a], [b]) => a - b)) {
       if (ordinal === primaryOrdinal || ordinal >= stsReplicas) continue;
       const status: MemberStatus = { name: podName(name, ordinal), role: "replica", ready: false };
@@ -304,7 +312,8 @@ export class ClusterReconciler implements Reconciler {
         continue;
       }
       try {
-        await this.convergeReplica(cluster, primary, primaryOrdinal, primaryState, ordinal, pod, replicationPassword, status, ctx);
+        const seed = await this.convergeReplica(cluster, primary, primaryOrdinal, primaryState, ordinal, pod, replicationPassword, status, ctx);
+        if (seed) seeds.push(seed);
       } catch (err) {
         if (err instanceof SeedError) status.message = `seeding failed: ${err.message}`;
         else status.message = memberError(err);
@@ -326,7 +335,8 @@ export class ClusterReconciler implements Reconciler {
     }
 
     // 8. Status.
-    return this.report(cluster, members, desired, primary, rollout, storage.condition, ctx);
+    const seeding = seedingCondition(seeds, findCondition(cluster.status?.conditions, "Seeding"));
+    return this.report(cluster, members, desired, primary, rollout, [storage.condition, seeding], ctx);
   }
 
   /**
@@ -518,27 +528,64 @@ export class ClusterReconciler implements Reconciler {
     replicationPassword: string,
     status: MemberStatus,
     ctx: ReconcileContext,
-  ): Promise<void> {
+  ): Promise<SeedView | undefined> {
     const name = cluster.metadata.name ?? "";
     const ns = cluster.metadata.namespace ?? "";
     const pName = podName(name, ordinal);
     const conn = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "");
     const source = await this.d.addresses.resolve({ host: podHost(name, ns, primaryOrdinal), port: MYSQL_PORT });
     let replica = await readReplica(conn);
+    // A seed under way holds the replica (its copy is half there): nothing else is done to it.
+    const seeding = this.seeding.running(ns, name, pName);
+    if (seeding) {
+      status.message = `seeding: copying the primary's data (since ${seeding.since.toISOString()})`;
+      return seeding;
+    }
     if (!replica.configured || replica.sourceHost !== source.host || replica.sourcePort !== source.port) {
       const state = await readServer(conn);
       if (!(await primaryHasHistoryFor(primary, state.gtidExecuted))) {
         if (state.userDatabases > 0) {
           status.message = "the primary no longer has the binary logs this server needs, and the server holds data, so it cannot be seeded; delete its volume to have it seeded from scratch";
-          return;
+          return undefined;
         }
-        await this.d.events.record(cluster, "Normal", "SeedingReplica", `Copying the primary's data into ${pName}: the primary no longer has all the binary logs it needs`);
-        const seeded = await seedReplica(primary, conn).catch((err: unknown) => {
-          if (err instanceof MySQLError) throw new SeedError(`${err.message} (the copy was removed; it is tried again)`);
-          throw err;
-        });
-        ctx.log.info("replica seeded", { pod: pName, databases: seeded.databases, tables: seeded.tables, rows: seeded.rows });
-        await this.d.events.record(cluster, "Normal", "ReplicaSeeded", `Seeded ${pName}: ${seeded.databases} databases, ${seeded.tables} tables, ${seeded.rows} rows, at GTID ${seeded.position}`);
+        // In the background (controllers/seeding.ts); the replica is set up by a reconcile after it is done.
+        const primaryName = podName(name, primaryOrdinal);
+        const view = this.seeding.ensure(
+          ns,
+          name,
+          pName,
+          async (signal) => {
+            await this.d.events.record(cluster, "Normal", "SeedingReplica", `Copying the primary's data into ${pName}: the primary no longer has all the binary logs it needs`);
+            return seedReplica(primary, conn, { signal });
+          },
+          (err) => {
+            if (err instanceof SeedBusyError) return { message: err.message, busy: true };
+            if (err instanceof SeedError) return { message: err.message, busy: false };
+            if (err instanceof MySQLError) return { message: `${err.message} (the copy was removed)`, busy: false };
+            if (err instanceof Error && err.name === "AbortError") return { message: "stopped: the manager is shutting down", busy: false };
+            return { message: err instanceof Error ? err.message : String(err), busy: false };
+          },
+          {
+            succeeded: async (seeded) => {
+              ctx.log.info("replica seeded", { pod: pName, databases: seeded.databases, tables: seeded.tables, rows: seeded.rows });
+              await this.d.events.record(cluster, "Normal", "ReplicaSeeded", `Seeded ${pName}: ${seeded.databases} databases, ${seeded.tables} tables, ${seeded.rows} rows, at GTID ${seeded.position}`);
+            },
+            failed: async (message, busy, failures, retryInMs) => {
+              ctx.log.info("seeding did not complete", { pod: pName, busy, failures, retryInMs });
+              await this.d.events.record(
+                cluster,
+                "Warning",
+                busy ? "SeedingPutOff" : "SeedFailed",
+                `Seeding ${pName} from ${primaryName} ${busy ? "put off" : "failed"} (attempt ${failures}): ${message}; next attempt in ${Math.round(retryInMs / 1000)} s`,
+              );
+            },
+          },
+        );
+        status.message =
+          view.kind === "running"
+            ? `seeding: copying the primary's data (since ${view.since.toISOString()})`
+            : `seeding ${view.busy ? "put off" : "failed"} (attempt ${view.failures}): ${view.lastError}; next attempt at ${view.nextAttempt.toISOString()}`;
+        return view;
       }
       if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
       await startReplica(conn, source, replicationPassword);
@@ -561,6 +608,7 @@ export class ClusterReconciler implements Reconciler {
           ? `replication threads not running (I/O ${replica.ioRunning ? "on" : "off"}, SQL ${replica.sqlRunning ? "on" : "off"})`
           : `catching up (${replica.lagSeconds ?? "?"} s behind)`;
     }
+    return undefined;
   }
 
   /** A replica leaving with scale-in: replication stopped and forgotten; a server already gone is fine. */
@@ -761,9 +809,10 @@ export class ClusterReconciler implements Reconciler {
     desired: number,
     primary: InstanceConnection | undefined,
     rollout: RolloutOutcome,
-    storage: Omit<ConditionUpdate, "observedGeneration"> | undefined,
+    extra: (Omit<ConditionUpdate, "observedGeneration"> | undefined)[],
     ctx: ReconcileContext,
   ): Promise<Result> {
+    const storage = extra.find((c) => c?.type === STORAGE_CONDITION);
     const name = cluster.metadata.name ?? "";
     const statuses = members.map((m) => m.status);
     const ready = statuses.filter((s) => s.ready).length;
@@ -795,7 +844,7 @@ export class ClusterReconciler implements Reconciler {
           ? { type: "Replicating", status: "True", reason: "ReplicationRunning", message: `${replicas.length} replica(s) replicating` }
           : { type: "Replicating", status: "False", reason: "ReplicationStopped", message: replicas.filter((r) => !(r.ioThread && r.sqlThread)).map((r) => `${r.name}: ${r.message ?? "not replicating"}`).join("; ") },
       rollout.condition,
-      ...(storage ? [storage] : []),
+      ...extra.filter((c) => c !== undefined),
     ];
     const before = cluster.status?.phase;
     await writeStatus(
