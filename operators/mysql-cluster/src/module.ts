@@ -26,7 +26,7 @@ import {
 import { ContainerModule } from "inversify";
 import { MySQLClusterKind, type MySQLCluster } from "./api.ts";
 import { ClusterReconciler } from "./controllers/cluster-reconciler.ts";
-import { clusterNames, selectorLabels } from "./resources/names.ts";
+import { MANAGED_OBJECTS_SELECTOR, clusterNames, selectorLabels } from "./resources/names.ts";
 import { rootSecretRef } from "./resources/objects.ts";
 
 export interface MySQLClusterOperatorOptions {
@@ -73,15 +73,18 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
                   return [rootSecretRef(c).name, names.replicationSecret].includes(secret.metadata.name ?? "");
                 })
                 .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name ?? "" }));
+            // Only what the operator made is cached (its labels), not every object of these kinds in the
+            // namespaces. In full: the reconciler compares specs (and reads pods' readiness gates).
+            const managed = { labelSelector: MANAGED_OBJECTS_SELECTOR };
             builder
               .named("mysqlcluster")
               .for(CLUSTER)
-              .owns(builtin.statefulSet)
-              .owns(builtin.service)
-              .owns(builtin.configMap)
-              .owns(builtin.podDisruptionBudget)
+              .owns(builtin.statefulSet, [], managed)
+              .owns(builtin.service, [], managed)
+              .owns(builtin.configMap, [], managed)
+              .owns(builtin.podDisruptionBudget, [], managed)
               .owns(MySQLInstanceKind.resource)
-              .watches(builtin.pod, podToCluster)
+              .watches(builtin.pod, podToCluster, [], managed)
               .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
               // Seeds run in the background; a reconcile still talks to every server of its cluster.
               .withOptions({ maxConcurrentReconciles: 4 })
