@@ -350,14 +350,13 @@ export class ClusterReconciler implements Reconciler {
     const ns = cluster.metadata.namespace ?? "";
     if (cluster.spec.primary !== undefined) return { kind: "chosen", ordinal: cluster.spec.primary, why: "spec.primary names it" };
     const candidates: Candidate[] = [];
+    // The volumes of the cluster's servers (a list: the operator may list claims, not get them one by one).
+    const claims = new Set((await this.d.client.list(builtin.persistentVolumeClaim, { namespace: ns, labelSelector: selectorString(name) })).items.map((c) => c.metadata.name ?? ""));
     for (let ordinal = 0; ordinal < Math.max(members, 1); ordinal++) {
       const pod = pods.get(ordinal);
       if (!pod) {
-        const claim = await this.d.client.get(builtin.persistentVolumeClaim, ns, `data-${podName(name, ordinal)}`).catch((err: unknown) => {
-          if (isNotFound(err)) return undefined;
-          throw err;
-        });
-        candidates.push(claim ? { ordinal, kind: "unreachable", why: "its volume exists but its pod does not yet" } : { ordinal, kind: "absent" });
+        const claimed = claims.has(`data-${podName(name, ordinal)}`);
+        candidates.push(claimed ? { ordinal, kind: "unreachable", why: "its volume exists but its pod does not yet" } : { ordinal, kind: "absent" });
         continue;
       }
       try {
