@@ -2,7 +2,7 @@
 //
 //   a view in database `a` over a function and a table of database `z` (later
 //   in sort order) is copied: views come after every database and routine;
-//   a long statement on the primary puts the seed off — the primary's writers
+//   a long write statement on the primary puts the seed off — the primary's writers
 //   are never held up behind the snapshot's read lock — with a BackingOff
 //   condition and an Event; once the statement ends, the seed completes.
 import type mysql from "mysql2/promise";
@@ -97,11 +97,12 @@ describe("seeding a replica", () => {
   it("does not hold up the primary's writes behind a long statement, backs off, and seeds once it ended", async () => {
     await onPod(`${name}-0`, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1)", "CREATE TABLE app.w (id INT PRIMARY KEY)");
     await purgeBinaryLogs();
-    // A report that reads app.t for a minute.
+    // A batch job whose statement runs for a minute. (A long SELECT would do on MySQL; MariaDB's
+    // FTWRL does not wait for readers, but for every running write — and meanwhile blocks all others.)
     const reader = await connect(`${name}-0`);
     const [idRows] = (await reader.query("SELECT CONNECTION_ID() AS id")) as unknown as [{ id: number }[]];
     const readerId = idRows[0]?.id;
-    const longQuery = reader.query("SELECT SLEEP(60) FROM app.t").catch((err: unknown) => err);
+    const longQuery = reader.query("UPDATE app.t SET id = id + SLEEP(60)").catch((err: unknown) => err);
     await new Promise((r) => setTimeout(r, 1_500));
     await client.patch(MYC, ns, name, { spec: { replicas: 3 } });
 
