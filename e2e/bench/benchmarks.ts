@@ -4,5 +4,6 @@ import type { Benchmark } from "./benchmark.ts";
 import { coreBenchmark } from "./core.bench.ts";
 import { databaseUserBenchmark } from "./database-user.bench.ts";
 import { mysqlBackupBenchmark } from "./mysql-backup.bench.ts";
+import { mysqlClusterBenchmark } from "./mysql-cluster.bench.ts";
 
-export const benchmarks: readonly Benchmark[] = [coreBenchmark, databaseUserBenchmark, mysqlBackupBenchmark];
+export const benchmarks: readonly Benchmark[] = [coreBenchmark, databaseUserBenchmark, mysqlBackupBenchmark, mysqlClusterBenchmark];

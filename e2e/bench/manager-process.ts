@@ -4,7 +4,8 @@
 // loading, empty caches, a fresh LIST. It runs the operators a benchmark
 // names: the sample operator (core.bench.ts), or the database-user and
 // mysql-backup operators as `stateward run --operators
-// database-user,mysql-backup` runs them (mysql-backup.bench.ts).
+// database-user,mysql-backup` runs them (mysql-backup.bench.ts), or the
+// mysql-cluster operator (mysql-cluster.bench.ts).
 //
 // Started by manager-handle.ts with child_process.fork and one JSON argument
 // (ManagerProcessConfig); talks over the IPC channel (ManagerProcessMessage,
@@ -16,6 +17,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { Manager, createLogger, type OperatorModule, type RequestCounts, type RequestObservation } from "@stateward/core";
 import { databaseUserOperator } from "@stateward/operator-database-user";
 import { createMySQLBackupOperator } from "@stateward/operator-mysql-backup";
+import { createMySQLClusterOperator } from "@stateward/operator-mysql-cluster";
 import { sampleOperator } from "../sample-operator/module.ts";
 
 export interface ManagerProcessConfig {
@@ -25,13 +27,14 @@ export interface ManagerProcessConfig {
    * What to run: the sample operator with this many workers, or the MySQL
    * operators with their defaults (as a user gets them).
    */
-  operators: { sample: { maxConcurrentReconciles: number } } | "mysql-backup";
+  operators: { sample: { maxConcurrentReconciles: number } } | "mysql-backup" | "mysql-cluster";
   /** Record write requests from the start (the restart check) rather than from a "record-writes" request on. */
   recordWrites?: boolean;
 }
 
 function operatorsOf(config: ManagerProcessConfig): OperatorModule[] {
   if (config.operators === "mysql-backup") return [databaseUserOperator, createMySQLBackupOperator()];
+  if (config.operators === "mysql-cluster") return [createMySQLClusterOperator()];
   return [sampleOperator({ maxConcurrentReconciles: config.operators.sample.maxConcurrentReconciles })];
 }
 

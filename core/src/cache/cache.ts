@@ -3,6 +3,15 @@
 // informer; otherwise one informer per watched namespace (per-namespace
 // caches), so nothing outside those namespaces is ever listed or watched —
 // which is also what lets the chart grant only namespaced Roles.
+//
+// A kind is cached one way per manager: one label selector, full or metadata
+// only. The selector is declared by whoever registers the kind (a controller's
+// for(), owns() or watches(), or a module); two different declarations are an
+// error at start-up naming both callers — never "whoever came first decides"
+// and the other silently seeing more, or fewer, objects than it asked for. A
+// registration that declares nothing (and a read of a kind nobody registered)
+// takes the kind as it is cached; if it came first, a later declaration made
+// before the cache starts still applies.
 import type { KubeClient, KubeObject, ResourceType } from "../client/index.ts";
 import { Informer, type InformerHandler, type InformerLogger, type InformerOptions } from "./informer.ts";
 import type { IndexFunc } from "./store.ts";
@@ -24,11 +33,19 @@ export interface InformerScope {
    * data of every Secret in memory; it reads the one it needs with a GET.
    */
   metadataOnly?: boolean;
+  /** Who registers it, for the error when two callers want a kind cached differently (e.g. "controller mysqlcluster: owns"). */
+  by?: string;
 }
 
 interface KindEntry {
   resource: ResourceType;
   metadataOnly: boolean;
+  /** The declared label selector; undefined: nobody declared one (everything in scope). */
+  labelSelector: string | undefined;
+  selectorDeclared: boolean;
+  metadataDeclared: boolean;
+  /** Who declared how the kind is cached (or first touched it). */
+  by: string;
   informers: Informer[];
   handlers: InformerHandler<KubeObject>[];
   indexers: Map<string, IndexFunc<KubeObject>>;
@@ -53,37 +70,80 @@ export class Cache {
     return `${rt.apiVersion}/${rt.plural}`;
   }
 
-  /** Registers a kind (idempotent); its informers start with the cache, or at once if it already runs. */
+  /**
+   * Registers a kind (idempotent); its informers start with the cache, or at once if it already runs.
+   * @throws Error when the kind is registered already with another label selector or the other way
+   *   (full or metadata only), naming both callers
+   */
   register(rt: ResourceType, scope: InformerScope = {}): void {
     const id = this.id(rt);
+    const by = scope.by ?? "an unnamed caller";
     const existing = this.kinds.get(id);
-    if (existing) {
-      if (scope.metadataOnly !== undefined && existing.metadataOnly !== scope.metadataOnly) {
-        throw new Error(`${rt.kind} is already cached ${existing.metadataOnly ? "as metadata only" : "in full"}; one manager caches a kind one way`);
-      }
+    if (!existing) {
+      const entry: KindEntry = {
+        resource: rt,
+        metadataOnly: scope.metadataOnly ?? false,
+        labelSelector: scope.labelSelector,
+        selectorDeclared: scope.labelSelector !== undefined,
+        metadataDeclared: scope.metadataOnly !== undefined,
+        by,
+        informers: [],
+        handlers: [],
+        indexers: new Map(),
+      };
+      this.kinds.set(id, entry);
+      this.createInformers(entry);
       return;
     }
+    const conflict = (what: string, theirs: string, mine: string) =>
+      new Error(`${rt.kind} is cached ${theirs} for ${existing.by}, and ${by} asks for it ${mine}: ${what}; one manager caches a kind one way (declare the same selector for both, or none for one of them)`);
+    const way = (metadataOnly: boolean) => (metadataOnly ? "as metadata only" : "in full");
+    if (scope.metadataOnly !== undefined && existing.metadataOnly !== scope.metadataOnly) {
+      if (existing.metadataDeclared || this.started) throw conflict("full objects or metadata", way(existing.metadataOnly), way(scope.metadataOnly));
+      existing.metadataOnly = scope.metadataOnly;
+      existing.metadataDeclared = true;
+      this.createInformers(existing);
+    }
+    if (scope.labelSelector !== undefined && existing.labelSelector !== scope.labelSelector) {
+      const theirs = existing.labelSelector === undefined ? "without a label selector" : `with label selector "${existing.labelSelector}"`;
+      if (existing.selectorDeclared || this.started) throw conflict("two label selectors", theirs, `with label selector "${scope.labelSelector}"`);
+      // Touched first by a caller that did not say, before anything was listed: the declaration applies.
+      existing.labelSelector = scope.labelSelector;
+      existing.selectorDeclared = true;
+      existing.by = by;
+      this.createInformers(existing);
+    }
+  }
+
+  /** (Re)creates a kind's informers — one per watched namespace — as the entry says; only before the cache starts, or for a new kind. */
+  private createInformers(entry: KindEntry): void {
+    const rt = entry.resource;
     const namespaces = rt.namespaced && this.namespaces.length > 0 ? this.namespaces : [undefined];
-    const entry: KindEntry = { resource: rt, metadataOnly: scope.metadataOnly ?? false, informers: [], handlers: [], indexers: new Map() };
-    for (const namespace of namespaces) {
+    entry.informers = namespaces.map((namespace) => {
       const informer = new Informer(this.client, rt, {
         ...this.informerOptions,
         namespace,
-        labelSelector: scope.labelSelector,
-        metadataOnly: scope.metadataOnly,
+        labelSelector: entry.labelSelector,
+        metadataOnly: entry.metadataOnly,
         logger: this.logger,
       });
       informer.onEvent((event) => {
         for (const handler of entry.handlers) handler(event);
       });
-      entry.informers.push(informer);
+      for (const [name, fn] of entry.indexers) informer.store.addIndexer(name, fn);
       if (this.started) informer.start();
-    }
-    this.kinds.set(id, entry);
+      return informer;
+    });
+  }
+
+  /** How a kind is cached (undefined when it is not): for tests and diagnostics. */
+  scopeOf(rt: ResourceType): { labelSelector?: string; metadataOnly: boolean; by: string } | undefined {
+    const e = this.kinds.get(this.id(rt));
+    return e ? { ...(e.labelSelector !== undefined ? { labelSelector: e.labelSelector } : {}), metadataOnly: e.metadataOnly, by: e.by } : undefined;
   }
 
   private entry(rt: ResourceType): KindEntry {
-    this.register(rt);
+    if (!this.kinds.has(this.id(rt))) this.register(rt, { by: "a read of the cache before any registration" });
     return this.kinds.get(this.id(rt))!;
   }
 

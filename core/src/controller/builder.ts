@@ -11,6 +11,8 @@ interface WatchSpec {
   map: MapFunc;
   predicates: Predicate[];
   scope: InformerScope;
+  /** for, owns or watches: named in a cache conflict. */
+  relation: string;
 }
 
 export class ControllerBuilder {
@@ -24,7 +26,8 @@ export class ControllerBuilder {
 
   /**
    * @param forSelector label selector applied server-side to the primary kind
-   *   (the manager's `--target`); owned and watched kinds are not filtered.
+   *   (the manager's `--target`); owned and watched kinds are filtered by the
+   *   selector given to owns() / watches(), if any.
    */
   constructor(deps: ControllerDeps, register: (c: Controller) => void, forSelector?: string) {
     this.deps = deps;
@@ -40,14 +43,19 @@ export class ControllerBuilder {
   /** The kind this controller reconciles; its events enqueue the object itself. */
   for(rt: ResourceType, predicates: Predicate[] = []): this {
     this.primary = rt;
-    this.specs.push({ rt, map: ownKey, predicates, scope: { labelSelector: this.defaultSelector } });
+    this.specs.push({ rt, map: ownKey, predicates, scope: { labelSelector: this.defaultSelector }, relation: "for" });
     return this;
   }
 
-  /** A kind the primary owns (ownerReferences with controller: true); its events enqueue the owner. */
-  owns(rt: ResourceType, predicates: Predicate[] = []): this {
+  /**
+   * A kind the primary owns (ownerReferences with controller: true); its events enqueue the owner.
+   * Give `scope.labelSelector` — the labels the operator puts on what it creates — so the
+   * manager caches only those objects, not every object of the kind in its namespaces;
+   * `scope.metadataOnly` when the reconciler needs only their metadata.
+   */
+  owns(rt: ResourceType, predicates: Predicate[] = [], scope: InformerScope = {}): this {
     if (!this.primary) throw new Error("owns() needs for() first");
-    this.specs.push({ rt, map: toOwner(this.primary), predicates, scope: {} });
+    this.specs.push({ rt, map: toOwner(this.primary), predicates, scope, relation: "owns" });
     return this;
   }
 
@@ -57,7 +65,7 @@ export class ControllerBuilder {
    * resourceVersion, and the reconciler GETs the one Secret it needs).
    */
   watches<T extends KubeObject>(rt: ResourceType, map: MapFunc<T>, predicates: Predicate<T>[] = [], scope: InformerScope = {}): this {
-    this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[], scope });
+    this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[], scope, relation: "watches" });
     return this;
   }
 
@@ -70,7 +78,7 @@ export class ControllerBuilder {
     if (!this.primary) throw new Error("a controller needs for()");
     const name = this.controllerName || this.primary.kind.toLowerCase();
     const controller = new Controller(name, reconciler, this.deps, this.options);
-    for (const spec of this.specs) controller.watch(spec.rt, spec.map, spec.predicates, spec.scope);
+    for (const spec of this.specs) controller.watch(spec.rt, spec.map, spec.predicates, { ...spec.scope, by: spec.scope.by ?? `controller ${name} (${spec.relation} ${spec.rt.kind})` });
     this.register(controller);
     return controller;
   }

@@ -3,11 +3,13 @@
 // them through it (loaded first, so every MySQL operator does), and the
 // generated root password.
 import { join } from "node:path";
+import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, type CapturedLogs, type KubeClient, type KubeObject, type OperatorModule } from "@stateward/core";
 import { clusterNames, createMySQLClusterOperator } from "@stateward/operator-mysql-cluster";
 import type { EnvironmentInfo } from "../../harness/index.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom } from "../../support/kube.ts";
 import { LocalPodServers } from "../../support/mysql-pods.ts";
+import { waitFor } from "../../support/wait.ts";
 
 export interface ClusterSuite {
   ns: string;
@@ -43,4 +45,22 @@ export async function startClusterSuite(client: KubeClient, env: EnvironmentInfo
 export async function rootPassword(client: KubeClient, ns: string, cluster: string): Promise<string> {
   const s = await client.get<KubeObject & { data: Record<string, string> }>(builtin.secret, ns, clusterNames(cluster).rootSecret);
   return Buffer.from(s.data.password ?? "", "base64").toString("utf8");
+}
+
+/** A root connection to one pod's server (once started), as a DBA with a shell on the pod would open. */
+export async function connectPod(servers: LocalPodServers, pod: string, password: string): Promise<mysql.Connection> {
+  const server = await waitFor(`server of ${pod}`, () => servers.server(pod), 60_000, 200);
+  return mysql.createConnection({ host: server.host, port: server.port, user: "root", password });
+}
+
+/** Runs statements in order on one pod's server, in one session; the rows of the last. */
+export async function onPod(servers: LocalPodServers, pod: string, password: string, ...statements: string[]): Promise<Record<string, unknown>[]> {
+  const conn = await connectPod(servers, pod, password);
+  try {
+    let rows: unknown = [];
+    for (const sql of statements) [rows] = await conn.query(sql);
+    return rows as Record<string, unknown>[];
+  } finally {
+    await conn.end();
+  }
 }

@@ -57,7 +57,7 @@ export const MySQLClusterKind = defineKind({
         }),
       ),
       primary: optional(
-        integer("Ordinal of the pod that should be the primary. Changing it requests a planned switchover to that replica (it must be Ready and up to date). When absent, the operator chooses (during a rollout, the most caught-up updated replica).", {
+        integer("Ordinal of the pod that should be the primary. Changing it requests a planned switchover to that replica (it must be Ready and up to date). When absent, the operator chooses (during a rollout, the most caught-up updated replica). With no primary in status (a cluster re-created on retained volumes, or restored without status) the pod named here is taken as the primary; unset, the server whose GTID history contains every other server's is, and when none does nothing is promoted until this is set.", {
           minimum: 0,
           maximum: MAX_REPLICAS - 1,
         }),

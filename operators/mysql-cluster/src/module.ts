@@ -4,6 +4,7 @@
 import {
   Tokens,
   builtin,
+  type BackgroundTasks,
   type Cache,
   type ControllerSetup,
   type EventRecorder,
@@ -25,7 +26,7 @@ import {
 import { ContainerModule } from "inversify";
 import { MySQLClusterKind, type MySQLCluster } from "./api.ts";
 import { ClusterReconciler } from "./controllers/cluster-reconciler.ts";
-import { clusterNames, selectorLabels } from "./resources/names.ts";
+import { MANAGED_OBJECTS_SELECTOR, clusterNames, selectorLabels } from "./resources/names.ts";
 import { rootSecretRef } from "./resources/objects.ts";
 
 export interface MySQLClusterOperatorOptions {
@@ -52,7 +53,7 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       }
       bindMySQLServices(container);
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings) => ({
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks) => ({
           setup: (builder) => {
             // Owned MySQLInstances are watched through the same informer as everywhere (the manager's target applies).
             registerInstanceInformer(cache, settings);
@@ -72,22 +73,25 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
                   return [rootSecretRef(c).name, names.replicationSecret].includes(secret.metadata.name ?? "");
                 })
                 .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name ?? "" }));
+            // Only what the operator made is cached (its labels), not every object of these kinds in the
+            // namespaces. In full: the reconciler compares specs (and reads pods' readiness gates).
+            const managed = { labelSelector: MANAGED_OBJECTS_SELECTOR };
             builder
               .named("mysqlcluster")
               .for(CLUSTER)
-              .owns(builtin.statefulSet)
-              .owns(builtin.service)
-              .owns(builtin.configMap)
-              .owns(builtin.podDisruptionBudget)
+              .owns(builtin.statefulSet, [], managed)
+              .owns(builtin.service, [], managed)
+              .owns(builtin.configMap, [], managed)
+              .owns(builtin.podDisruptionBudget, [], managed)
               .owns(MySQLInstanceKind.resource)
-              .watches(builtin.pod, podToCluster)
+              .watches(builtin.pod, podToCluster, [], managed)
               .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
-              // Seeding a replica can take a while; other clusters go on meanwhile.
+              // Seeds run in the background; a reconcile still talks to every server of its cluster.
               .withOptions({ maxConcurrentReconciles: 4 })
-              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, targetLabel: settings.targetLabel }));
+              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, targetLabel: settings.targetLabel }));
           },
         }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings],
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings, Tokens.BackgroundTasks],
       );
     }),
   };

@@ -11,7 +11,7 @@
 // bodies of routines, triggers and events sit between DELIMITER lines.
 import { BackupError } from "./errors.ts";
 import type { MySQLSession } from "./connection.ts";
-import type { ColumnInfo } from "@stateward/mysql";
+import { viewPlaceholder, type ColumnInfo } from "@stateward/mysql";
 import { charsetName, qualifiedName, quoteIdentifier, stringLiteral } from "./sql.ts";
 
 /** Databases that belong to the server itself; never part of a backup. */
@@ -369,8 +369,7 @@ export function renderSchemaObject(schema: DatabaseSchema): string[] {
   for (const v of schema.views) {
     // A stand-in with the view's columns; post-data replaces it.
     const name = quoteIdentifier(v.name);
-    const columns = v.columns.length > 0 ? v.columns.map((c) => `1 AS ${quoteIdentifier(c)}`).join(", ") : "1 AS `1`";
-    out.push(`\nDROP TABLE IF EXISTS ${name};\nDROP VIEW IF EXISTS ${name};\nCREATE VIEW ${name} AS SELECT ${columns};\n`);
+    out.push(`\nDROP TABLE IF EXISTS ${name};\nDROP VIEW IF EXISTS ${name};\n${viewPlaceholder(v.name, v.columns)};\n`);
   }
   return out;
 }

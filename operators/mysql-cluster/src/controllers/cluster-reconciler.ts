@@ -34,6 +34,7 @@ import {
   isConflict,
   isNotFound,
   writeStatus,
+  type BackgroundTasks,
   type Cache,
   type ConditionUpdate,
   type EventRecorder,
@@ -61,7 +62,8 @@ import { MySQLClusterKind, type MemberStatus, type MySQLCluster, type MySQLClust
 import { SERVER_ID_BASE, flavorOfImage, unknownSettings } from "../config/my-cnf.ts";
 import { gtidContains, gtidCount } from "../replication/gtid.ts";
 import { connectMember, memberPoolName } from "../replication/members.ts";
-import { SeedError, seedReplica } from "../replication/seed.ts";
+import { choosePrimary, type Candidate, type Selection } from "../replication/primary-selection.ts";
+import { SeedBusyError, SeedError, seedReplica } from "../replication/seed.ts";
 import { SwitchoverError, switchover } from "../replication/switchover.ts";
 import {
   preparePrimary,
@@ -76,8 +78,9 @@ import {
 } from "../replication/server.ts";
 import { backupGate } from "./backups.ts";
 import { POD_CONFIG_HASH_ANNOTATION, RUNTIME_SETTINGS_ANNOTATION, decideConfig, type RunningServer } from "./runtime-config.ts";
-import { growVolumes } from "./volumes.ts";
 import { checkGeneratedSecret, checkOwnedNames } from "./ownership.ts";
+import { ReplicaSeeding, seedingCondition, type SeedView } from "./seeding.ts";
+import { STORAGE_CONDITION, growVolumes } from "./volumes.ts";
 import { planRollout, type RolloutMember } from "./rollout.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, ordinalOf, podHost, podName, selectorLabels, selectorString } from "../resources/names.ts";
 import {
@@ -108,6 +111,8 @@ export interface ClusterReconcilerDeps {
   connector: MySQLConnector;
   secrets: SecretReader;
   addresses: ServerAddressResolver;
+  /** Where seeds run: outside the reconcile (controllers/seeding.ts). */
+  tasks: BackgroundTasks;
   /** The label of the manager's `--target`, copied from the cluster to the MySQLInstance it publishes. */
   targetLabel?: string;
 }
@@ -158,9 +163,11 @@ export class ClusterReconciler implements Reconciler {
   private readonly d: ClusterReconcilerDeps;
   /** Config already checked against the server, per cluster uid: the check runs once per change. */
   private readonly checkedConfig = new Map<string, string>();
+  private readonly seeding: ReplicaSeeding;
 
   constructor(deps: ClusterReconcilerDeps) {
     this.d = deps;
+    this.seeding = new ReplicaSeeding(deps.tasks);
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
@@ -168,6 +175,7 @@ export class ClusterReconciler implements Reconciler {
     const cluster = this.d.cache.get<MySQLCluster>(RT, ns, req.name);
     if (!cluster) {
       // Owned objects go with the cluster (garbage collection); close the pools of its pods.
+      await this.seeding.forget(ns, req.name);
       for (let ordinal = 0; ordinal < 16; ordinal++) this.d.connector.forget(ns, memberPoolName(req.name, ordinal));
       return undefined;
     }
@@ -210,13 +218,29 @@ export class ClusterReconciler implements Reconciler {
     }
     const storage = await growVolumes(this.d, cluster, liveSize, liveSts?.metadata.deletionTimestamp !== undefined);
 
-    // Pods and the primary.
+    // Pods and the primary: the one on record; without one, chosen from the servers' histories
+    // (replication/primary-selection.ts) — never assumed to be ordinal 0.
     const pods = this.pods(cluster);
-    const primaryOrdinal = ordinalOf(name, cluster.status?.currentPrimary ?? "") ?? 0;
-    const primaryPod = pods.get(primaryOrdinal);
+    const current = liveSts?.spec?.replicas ?? 0;
+    const primaryOrdinal = ordinalOf(name, cluster.status?.currentPrimary ?? "");
+    let unknownPrimary: Extract<Selection, { kind: "unknown" }> | undefined;
+    if (primaryOrdinal === undefined) {
+      const selection = await this.selectPrimary(cluster, pods, Math.max(desired, current), flavor);
+      if (selection.kind === "chosen") {
+        const pName = podName(name, selection.ordinal);
+        // On record before it is made writable: every later reconcile starts from it.
+        await this.recordStatus(cluster, { currentPrimary: pName }, (s) => s.currentPrimary === pName);
+        ctx.log.info("primary chosen", { pod: pName, why: selection.why });
+        await this.d.events.record(cluster, "Normal", "PrimarySelected", `${pName} is the primary: ${selection.why}`);
+        // Everything goes on from the recorded primary (and a status of the current version).
+        return { requeueAfter: 100 };
+      }
+      unknownPrimary = selection;
+    }
+    const primaryPod = primaryOrdinal === undefined ? undefined : pods.get(primaryOrdinal);
     let primary: InstanceConnection | undefined;
     let primaryError: string | undefined;
-    if (primaryPod) {
+    if (primaryPod && primaryOrdinal !== undefined) {
       try {
         primary = await connectMember(this.d.connector, cluster, primaryOrdinal, primaryPod.metadata.uid ?? "");
       } catch (err) {
@@ -249,9 +273,9 @@ export class ClusterReconciler implements Reconciler {
 
     // 4. Scale in: stop replication on the leaving ordinals first. When the primary would
     //    leave, nothing shrinks until a switchover (below) moved it to a staying replica.
-    const current = liveSts?.spec?.replicas ?? 0;
-    const primaryLeaving = desired <= primaryOrdinal && current > desired;
-    const stsReplicas = primaryLeaving ? current : desired;
+    //    With no primary known, nothing shrinks: a leaving server may be the one with the newest writes.
+    const primaryLeaving = primaryOrdinal !== undefined && desired <= primaryOrdinal && current > desired;
+    const stsReplicas = primaryLeaving || (primaryOrdinal === undefined && current > desired) ? current : desired;
     for (let ordinal = current - 1; ordinal >= stsReplicas; ordinal--) {
       const pod = pods.get(ordinal);
       if (pod) await this.retire(cluster, ordinal, pod, ctx);
@@ -267,6 +291,8 @@ export class ClusterReconciler implements Reconciler {
           ...(liveTemplates ? { liveClaimTemplates: liveTemplates.map((t) => ({ apiVersion: t.apiVersion ?? "v1", kind: t.kind ?? "PersistentVolumeClaim", metadata: { name: t.metadata?.name, labels: t.metadata?.labels }, spec: t.spec })) } : {}),
         }),
       ));
+
+    if (primaryOrdinal === undefined) return this.awaitPrimary(cluster, pods, unknownPrimary!, ctx);
 
     // 5. Members.
     const members: Observed[] = [];
@@ -286,6 +312,7 @@ export class ClusterReconciler implements Reconciler {
       }
       members.push({ ordinal: primaryOrdinal, pod: primaryPod, status });
     }
+    const seeds: SeedView[] = [];
     for (const [ordinal, pod] of [...pods].sort(([a], [b]) => a - b)) {
       if (ordinal === primaryOrdinal || ordinal >= stsReplicas) continue;
       const status: MemberStatus = { name: podName(name, ordinal), role: "replica", ready: false };
@@ -295,7 +322,8 @@ export class ClusterReconciler implements Reconciler {
         continue;
       }
       try {
-        await this.convergeReplica(cluster, primary, primaryOrdinal, primaryState, ordinal, pod, replicationPassword, status, ctx);
+        const seed = await this.convergeReplica(cluster, primary, primaryOrdinal, primaryState, ordinal, pod, replicationPassword, status, ctx);
+        if (seed) seeds.push(seed);
       } catch (err) {
         if (err instanceof SeedError) status.message = `seeding failed: ${err.message}`;
         else status.message = memberError(err);
@@ -317,7 +345,71 @@ export class ClusterReconciler implements Reconciler {
     }
 
     // 8. Status.
-    return this.report(cluster, members, desired, primary, rollout, storage.condition, ctx);
+    const seeding = seedingCondition(seeds, findCondition(cluster.status?.conditions, "Seeding"));
+    return this.report(cluster, members, desired, primary, rollout, [storage.condition, seeding], ctx);
+  }
+
+  /**
+   * The primary when status names none (a cluster re-created on retained
+   * volumes, restored without status): spec.primary when set, else the server
+   * whose history contains every other's. Ordinals up to `members`; one with
+   * neither pod nor volume never held data.
+   */
+  private async selectPrimary(cluster: MySQLCluster, pods: Map<number, Pod>, members: number, flavor: Flavor): Promise<Selection> {
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    if (cluster.spec.primary !== undefined) return { kind: "chosen", ordinal: cluster.spec.primary, why: "spec.primary names it" };
+    const candidates: Candidate[] = [];
+    // The volumes of the cluster's servers (a list: the operator may list claims, not get them one by one).
+    const claims = new Set((await this.d.client.list(builtin.persistentVolumeClaim, { namespace: ns, labelSelector: selectorString(name) })).items.map((c) => c.metadata.name ?? ""));
+    for (let ordinal = 0; ordinal < Math.max(members, 1); ordinal++) {
+      const pod = pods.get(ordinal);
+      if (!pod) {
+        const claimed = claims.has(`data-${podName(name, ordinal)}`);
+        candidates.push(claimed ? { ordinal, kind: "unreachable", why: "its volume exists but its pod does not yet" } : { ordinal, kind: "absent" });
+        continue;
+      }
+      try {
+        const conn = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "");
+        const state = await readServer(conn);
+        const replica = await readReplica(conn);
+        candidates.push({ ordinal, kind: "reachable", history: state.history, replica: replica.configured });
+      } catch (err) {
+        candidates.push({ ordinal, kind: "unreachable", why: memberError(err) });
+      }
+    }
+    return choosePrimary(flavor, candidates, (o) => podName(name, o));
+  }
+
+  /**
+   * No primary can be chosen yet: nothing is made writable. Pods whose server
+   * answers get the readiness gate (and no role label, so no Service selects
+   * them): with OrderedReady the StatefulSet creates the next pod only once
+   * this one is Ready, and every server must answer before they are compared.
+   */
+  private async awaitPrimary(cluster: MySQLCluster, pods: Map<number, Pod>, selection: Extract<Selection, { kind: "unknown" }>, ctx: ReconcileContext): Promise<Result> {
+    const ns = cluster.metadata.namespace ?? "";
+    for (const [ordinal, pod] of pods) {
+      const answers = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "").then(
+        () => true,
+        (err: unknown) => (memberError(err), false),
+      );
+      const want = answers ? "True" : "False";
+      if (pod.status?.conditions?.find((c) => c.type === MEMBER_READY_CONDITION)?.status === want) continue;
+      const condition = { type: MEMBER_READY_CONDITION, status: want, reason: "AwaitingPrimary", message: selection.message, lastTransitionTime: new Date().toISOString() };
+      await this.d.client.patch(builtin.pod, ns, pod.metadata.name ?? "", { status: { conditions: [condition] } }, "strategic", "status").catch(ignoreNotFound);
+    }
+    const previous = findCondition(cluster.status?.conditions, "Available");
+    // Diverged servers need the user; servers still starting do not (and say so in the condition only).
+    if (selection.reason === "Diverged" && previous?.message !== selection.message) {
+      ctx.log.info("no primary can be chosen", { reason: selection.reason });
+      await this.d.events.record(cluster, "Warning", "PrimaryUnknown", selection.message);
+    }
+    const phase = cluster.status?.phase === "Running" || cluster.status?.phase === "Degraded" ? "Degraded" : "Provisioning";
+    await writeStatus(this.d.client, RT, cluster, { phase }, { status: "False", reason: "PrimaryUnknown", message: selection.message }, [
+      { type: "Available", status: "False", reason: "PrimaryUnknown", message: selection.message },
+    ]);
+    return { requeueAfter: selection.reason === "Diverged" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS };
   }
 
   /** Every current server, connected; undefined when a pod is missing or a server does not answer. */
@@ -447,27 +539,64 @@ export class ClusterReconciler implements Reconciler {
     replicationPassword: string,
     status: MemberStatus,
     ctx: ReconcileContext,
-  ): Promise<void> {
+  ): Promise<SeedView | undefined> {
     const name = cluster.metadata.name ?? "";
     const ns = cluster.metadata.namespace ?? "";
     const pName = podName(name, ordinal);
     const conn = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "");
     const source = await this.d.addresses.resolve({ host: podHost(name, ns, primaryOrdinal), port: MYSQL_PORT });
     let replica = await readReplica(conn);
+    // A seed under way holds the replica (its copy is half there): nothing else is done to it.
+    const seeding = this.seeding.running(ns, name, pName);
+    if (seeding) {
+      status.message = `seeding: copying the primary's data (since ${seeding.since.toISOString()})`;
+      return seeding;
+    }
     if (!replica.configured || replica.sourceHost !== source.host || replica.sourcePort !== source.port) {
       const state = await readServer(conn);
       if (!(await primaryHasHistoryFor(primary, state.gtidExecuted))) {
         if (state.userDatabases > 0) {
           status.message = "the primary no longer has the binary logs this server needs, and the server holds data, so it cannot be seeded; delete its volume to have it seeded from scratch";
-          return;
+          return undefined;
         }
-        await this.d.events.record(cluster, "Normal", "SeedingReplica", `Copying the primary's data into ${pName}: the primary no longer has all the binary logs it needs`);
-        const seeded = await seedReplica(primary, conn).catch((err: unknown) => {
-          if (err instanceof MySQLError) throw new SeedError(`${err.message} (the copy was removed; it is tried again)`);
-          throw err;
-        });
-        ctx.log.info("replica seeded", { pod: pName, databases: seeded.databases, tables: seeded.tables, rows: seeded.rows });
-        await this.d.events.record(cluster, "Normal", "ReplicaSeeded", `Seeded ${pName}: ${seeded.databases} databases, ${seeded.tables} tables, ${seeded.rows} rows, at GTID ${seeded.position}`);
+        // In the background (controllers/seeding.ts); the replica is set up by a reconcile after it is done.
+        const primaryName = podName(name, primaryOrdinal);
+        const view = this.seeding.ensure(
+          ns,
+          name,
+          pName,
+          async (signal) => {
+            await this.d.events.record(cluster, "Normal", "SeedingReplica", `Copying the primary's data into ${pName}: the primary no longer has all the binary logs it needs`);
+            return seedReplica(primary, conn, { signal });
+          },
+          (err) => {
+            if (err instanceof SeedBusyError) return { message: err.message, busy: true };
+            if (err instanceof SeedError) return { message: err.message, busy: false };
+            if (err instanceof MySQLError) return { message: `${err.message} (the copy was removed)`, busy: false };
+            if (err instanceof Error && err.name === "AbortError") return { message: "stopped: the manager is shutting down", busy: false };
+            return { message: err instanceof Error ? err.message : String(err), busy: false };
+          },
+          {
+            succeeded: async (seeded) => {
+              ctx.log.info("replica seeded", { pod: pName, databases: seeded.databases, tables: seeded.tables, rows: seeded.rows });
+              await this.d.events.record(cluster, "Normal", "ReplicaSeeded", `Seeded ${pName}: ${seeded.databases} databases, ${seeded.tables} tables, ${seeded.rows} rows, at GTID ${seeded.position}`);
+            },
+            failed: async (message, busy, failures, retryInMs) => {
+              ctx.log.info("seeding did not complete", { pod: pName, busy, failures, retryInMs });
+              await this.d.events.record(
+                cluster,
+                "Warning",
+                busy ? "SeedingPutOff" : "SeedFailed",
+                `Seeding ${pName} from ${primaryName} ${busy ? "put off" : "failed"} (attempt ${failures}): ${message}; next attempt in ${Math.round(retryInMs / 1000)} s`,
+              );
+            },
+          },
+        );
+        status.message =
+          view.kind === "running"
+            ? `seeding: copying the primary's data (since ${view.since.toISOString()})`
+            : `seeding ${view.busy ? "put off" : "failed"} (attempt ${view.failures}): ${view.lastError}; next attempt at ${view.nextAttempt.toISOString()}`;
+        return view;
       }
       if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
       await startReplica(conn, source, replicationPassword);
@@ -490,6 +619,7 @@ export class ClusterReconciler implements Reconciler {
           ? `replication threads not running (I/O ${replica.ioRunning ? "on" : "off"}, SQL ${replica.sqlRunning ? "on" : "off"})`
           : `catching up (${replica.lagSeconds ?? "?"} s behind)`;
     }
+    return undefined;
   }
 
   /** A replica leaving with scale-in: replication stopped and forgotten; a server already gone is fine. */
@@ -690,9 +820,10 @@ export class ClusterReconciler implements Reconciler {
     desired: number,
     primary: InstanceConnection | undefined,
     rollout: RolloutOutcome,
-    storage: Omit<ConditionUpdate, "observedGeneration"> | undefined,
+    extra: (Omit<ConditionUpdate, "observedGeneration"> | undefined)[],
     ctx: ReconcileContext,
   ): Promise<Result> {
+    const storage = extra.find((c) => c?.type === STORAGE_CONDITION);
     const name = cluster.metadata.name ?? "";
     const statuses = members.map((m) => m.status);
     const ready = statuses.filter((s) => s.ready).length;
@@ -724,7 +855,7 @@ export class ClusterReconciler implements Reconciler {
           ? { type: "Replicating", status: "True", reason: "ReplicationRunning", message: `${replicas.length} replica(s) replicating` }
           : { type: "Replicating", status: "False", reason: "ReplicationStopped", message: replicas.filter((r) => !(r.ioThread && r.sqlThread)).map((r) => `${r.name}: ${r.message ?? "not replicating"}`).join("; ") },
       rollout.condition,
-      ...(storage ? [storage] : []),
+      ...extra.filter((c) => c !== undefined),
     ];
     const before = cluster.status?.phase;
     await writeStatus(

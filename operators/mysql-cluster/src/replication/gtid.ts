@@ -86,3 +86,38 @@ export function gtidCount(flavor: Flavor, text: string): bigint {
   for (const intervals of parseMySQLGtidSet(text).values()) for (const [first, last] of intervals) n += last - first + 1n;
   return n;
 }
+
+/**
+ * MariaDB's `gtid_binlog_state`: the last sequence number per (domain, server id)
+ * pair, e.g. "0-1000-5,0-1001-9". Unlike the position (one GTID per domain) it
+ * tells two servers that each applied a transaction the other lacks apart: an
+ * errant write on a replica shows up as a server id the others never saw.
+ */
+export type MariaDBBinlogState = Map<string, bigint>;
+
+export function parseMariaDBBinlogState(text: string): MariaDBBinlogState {
+  const state: MariaDBBinlogState = new Map();
+  for (const part of text.split(",").map((p) => p.trim()).filter((p) => p !== "")) {
+    const m = /^(\d+)-(\d+)-(\d+)$/.exec(part);
+    if (!m) throw new Error(`not a MariaDB GTID: ${JSON.stringify(part)}`);
+    const key = `${m[1]}-${m[2]}`;
+    const seq = BigInt(m[3] ?? "0");
+    if ((state.get(key) ?? -1n) < seq) state.set(key, seq);
+  }
+  return state;
+}
+
+/**
+ * Whether a server's history includes everything of another's: MySQL GTID sets
+ * (exact), MariaDB binlog states (every origin server's last transaction seen
+ * at least as far). Stricter than gtidContains for MariaDB, which compares one
+ * sequence per domain and so cannot see two diverged servers.
+ */
+export function historyContains(flavor: Flavor, have: string, need: string): boolean {
+  if (flavor === "MySQL") return gtidContains("MySQL", have, need);
+  const h = parseMariaDBBinlogState(have);
+  for (const [origin, seq] of parseMariaDBBinlogState(need)) {
+    if ((h.get(origin) ?? -1n) < seq) return false;
+  }
+  return true;
+}

@@ -3,21 +3,28 @@
 // replication alone. A logical copy, streamed server to server through the
 // operator, of one consistent snapshot:
 //
-//   primary  FLUSH TABLES WITH READ LOCK; START TRANSACTION WITH CONSISTENT
-//            SNAPSHOT; read the GTID position; UNLOCK TABLES   (a moment)
+//   primary  no statement may have been running for a second or more (they
+//            would hold FLUSH TABLES WITH READ LOCK, and every writer queues
+//            behind a waiting FTWRL); then FTWRL bounded by lock_wait_timeout
+//            (and, on MariaDB, max_statement_time); START TRANSACTION WITH
+//            CONSISTENT SNAPSHOT; read the GTID position; UNLOCK TABLES
 //   replica  accounts (the mysql privilege tables), then per database: the
 //            tables, their rows (formatted by the server, as the backup engine
-//            does: row-format.ts), views, routines, then triggers and events
+//            does: row-format.ts) and a placeholder for each view; then, for
+//            all databases, routines, the real views (which may use tables,
+//            views and functions of any database), triggers and events —
 //            after the data; nothing written to the replica's binary log
 //   replica  the snapshot's GTID position becomes its replication position,
 //            so replication continues exactly after the snapshot.
 //
+// A primary too busy to lock is a SeedBusyError: the caller tries again later
+// (with back-off), the primary's writers having waited at most the lock wait.
 // MariaDB sequences are not copied: a primary holding one makes the seed
 // fail with a message saying so, never a replica that silently lacks it.
 import type { Connection } from "mysql2";
 import type { PoolConnection } from "mysql2/promise";
 import { cellText } from "./cell.ts";
-import { dumpedColumns, insertPrefix, quoteIdentifier, rowExpression, type ColumnInfo, type InstanceConnection } from "@stateward/mysql";
+import { dumpedColumns, insertPrefix, quoteIdentifier, rowExpression, viewPlaceholder, type ColumnInfo, type InstanceConnection } from "@stateward/mysql";
 
 type Row = Record<string, unknown>;
 
@@ -31,8 +38,28 @@ export interface SeedResult {
 
 /** Seeding cannot go on: the message says why and what to do. */
 export class SeedError extends Error {
-  override readonly name = "SeedError";
+  override readonly name: string = "SeedError";
 }
+
+/** The primary could not be locked for the snapshot without holding up its writers: try again later. */
+export class SeedBusyError extends SeedError {
+  override readonly name = "SeedBusyError";
+}
+
+export interface SeedOptions {
+  /**
+   * How long FLUSH TABLES WITH READ LOCK may wait for tables in use — and so
+   * how long the primary's writers may queue behind it. Default 2 s.
+   */
+  lockWaitSeconds?: number;
+  /** Statements running at least this long on the primary put the seed off. Default 1 s. */
+  longStatementSeconds?: number;
+  /** Stops the copy between tables (the manager is shutting down). */
+  signal?: AbortSignal;
+}
+
+/** Server errors of a lock that was not granted in time: lock wait timeout, statement time exceeded (MariaDB, MySQL). */
+const LOCK_TIMEOUT_ERRNOS = new Set([1205, 1969, 3024]);
 
 const SYSTEM_DATABASES = new Set(["mysql", "information_schema", "performance_schema", "sys"]);
 /** The privilege tables that hold accounts, roles and grants, per flavor. Missing ones are skipped. */
@@ -96,22 +123,35 @@ async function copyRows(src: PoolConnection, dst: PoolConnection, database: stri
   return rows;
 }
 
-/** Creates objects that may depend on each other (views on views) by retrying the ones that failed while any succeeds. */
-async function createInAnyOrder(dst: PoolConnection, statements: string[]): Promise<void> {
-  let pending = statements;
-  while (pending.length > 0) {
-    const failed: string[] = [];
-    let lastError: unknown;
-    for (const sql of pending) {
-      try {
-        await dst.query(sql);
-      } catch (err) {
-        failed.push(sql);
-        lastError = err;
-      }
+/**
+ * FLUSH TABLES WITH READ LOCK, only when nothing has been running long on the
+ * primary and bounded in time: while FTWRL waits for a table in use, every
+ * write on the server waits behind it.
+ */
+async function lockForSnapshot(src: PoolConnection, mariadb: boolean, lockWaitSeconds: number, longStatementSeconds: number): Promise<void> {
+  // Who runs what is not said: a statement's text may hold data or passwords.
+  const busy = await q(
+    src,
+    "SELECT ID AS id, USER AS user, TIME AS seconds FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Query', 'Execute') AND ID <> CONNECTION_ID() AND TIME >= ? ORDER BY TIME DESC LIMIT 3",
+    [longStatementSeconds],
+  );
+  if (busy.length > 0) {
+    throw new SeedBusyError(
+      `the primary is running long statements (${busy.map((r) => `connection ${text(r, "id")} of ${text(r, "user")} for ${text(r, "seconds")} s`).join(", ")}); the snapshot's read lock would hold up every write behind them, so seeding waits until they end`,
+    );
+  }
+  await q(src, "SET SESSION lock_wait_timeout = ?", [lockWaitSeconds]);
+  if (mariadb) await q(src, "SET SESSION max_statement_time = ?", [lockWaitSeconds + 1]);
+  try {
+    await q(src, "FLUSH TABLES WITH READ LOCK");
+  } catch (err) {
+    await q(src, "SET SESSION lock_wait_timeout = DEFAULT").catch(() => undefined);
+    if (LOCK_TIMEOUT_ERRNOS.has((err as { errno?: number }).errno ?? 0)) {
+      throw new SeedBusyError(`the primary's tables could not be locked for the snapshot within ${lockWaitSeconds} s (statements or DDL hold them); seeding waits and tries again`);
     }
-    if (failed.length === pending.length) throw lastError;
-    pending = failed;
+    throw err;
+  } finally {
+    if (mariadb) await q(src, "SET SESSION max_statement_time = DEFAULT").catch(() => undefined);
   }
 }
 
@@ -121,13 +161,14 @@ async function createInAnyOrder(dst: PoolConnection, statements: string[]): Prom
  * @throws SeedError when the replica holds data or the primary holds something that cannot be copied
  * @throws MySQLError when a statement fails
  */
-export async function seedReplica(primary: InstanceConnection, replica: InstanceConnection): Promise<SeedResult> {
+export async function seedReplica(primary: InstanceConnection, replica: InstanceConnection, options: SeedOptions = {}): Promise<SeedResult> {
   const flavor = primary.server.flavor;
+  const signal = options.signal;
   return primary.withConnection((src) =>
     replica.withConnection(async (dst) => {
       const result: SeedResult = { position: "", databases: 0, tables: 0, rows: 0 };
       await q(src, "SET SESSION time_zone = '+00:00', NAMES utf8mb4");
-      await q(src, "FLUSH TABLES WITH READ LOCK");
+      await lockForSnapshot(src, flavor === "MariaDB", options.lockWaitSeconds ?? 2, options.longStatementSeconds ?? 1);
       try {
         await q(src, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ");
         await q(src, "START TRANSACTION WITH CONSISTENT SNAPSHOT");
@@ -135,6 +176,7 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
         result.position = text(pos, "p");
       } finally {
         await q(src, "UNLOCK TABLES");
+        await q(src, "SET SESSION lock_wait_timeout = DEFAULT");
       }
 
       const databases = (await q(src, "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME"))
@@ -157,8 +199,13 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
         }
         await q(dst, "FLUSH PRIVILEGES");
 
-        const postData: [string, unknown[]][] = [];
+        // After every database's data: routines, then the real views (over their placeholders), then triggers
+        // (which must not fire on copied rows) and events. Each as [statement, values], in its database.
+        const routines: [string, unknown[]][] = [];
+        const views: [string, unknown[]][] = [];
+        const triggersAndEvents: [string, unknown[]][] = [];
         for (const database of databases) {
+          signal?.throwIfAborted();
           const db = quoteIdentifier(database);
           const [createDb] = await q(src, `SHOW CREATE DATABASE ${db}`);
           await q(dst, text(createDb, "Create Database"));
@@ -166,12 +213,14 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
           await q(src, `USE ${db}`);
           result.databases++;
           const tables = await q(src, "SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME", [database]);
-          const views: string[] = [];
           for (const t of tables) {
+            signal?.throwIfAborted();
             const name = text(t, "name");
             if (text(t, "type") === "VIEW") {
               const [v] = await q(src, `SHOW CREATE VIEW ${db}.${quoteIdentifier(name)}`);
-              views.push(text(v, "Create View"));
+              const columns = (await q(src, "SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION", [database, name])).map((c) => text(c, "name"));
+              await q(dst, viewPlaceholder(name, columns));
+              views.push([`USE ${db}`, []], [`DROP VIEW IF EXISTS ${quoteIdentifier(name)}`, []], [text(v, "Create View"), []]);
               continue;
             }
             const [ct] = await q(src, `SHOW CREATE TABLE ${db}.${quoteIdentifier(name)}`);
@@ -179,23 +228,22 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
             result.rows += await copyRows(src, dst, database, name, "INSERT");
             result.tables++;
           }
-          await createInAnyOrder(dst, views);
           for (const r of await q(src, "SELECT ROUTINE_NAME AS name, ROUTINE_TYPE AS type FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ?", [database])) {
             const type = text(r, "type") === "FUNCTION" ? "FUNCTION" : "PROCEDURE";
             const [c] = await q(src, `SHOW CREATE ${type} ${db}.${quoteIdentifier(text(r, "name"))}`);
-            postData.push([`USE ${db}`, []], ["SET SESSION sql_mode = ?", [text(c, "sql_mode")]], [text(c, type === "FUNCTION" ? "Create Function" : "Create Procedure"), []]);
+            routines.push([`USE ${db}`, []], ["SET SESSION sql_mode = ?", [text(c, "sql_mode")]], [text(c, type === "FUNCTION" ? "Create Function" : "Create Procedure"), []]);
           }
           for (const r of await q(src, "SELECT TRIGGER_NAME AS name FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", [database])) {
             const [c] = await q(src, `SHOW CREATE TRIGGER ${db}.${quoteIdentifier(text(r, "name"))}`);
-            postData.push([`USE ${db}`, []], ["SET SESSION sql_mode = ?", [text(c, "sql_mode")]], [text(c, "SQL Original Statement"), []]);
+            triggersAndEvents.push([`USE ${db}`, []], ["SET SESSION sql_mode = ?", [text(c, "sql_mode")]], [text(c, "SQL Original Statement"), []]);
           }
           for (const r of await q(src, "SELECT EVENT_NAME AS name FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", [database])) {
             const [c] = await q(src, `SHOW CREATE EVENT ${db}.${quoteIdentifier(text(r, "name"))}`);
-            postData.push([`USE ${db}`, []], ["SET SESSION sql_mode = ?", [text(c, "sql_mode")]], [text(c, "Create Event"), []]);
+            triggersAndEvents.push([`USE ${db}`, []], ["SET SESSION sql_mode = ?", [text(c, "sql_mode")]], [text(c, "Create Event"), []]);
           }
         }
-        // Routines, triggers and events come after all data: a trigger must not fire on copied rows.
-        for (const [sql, values] of postData) await q(dst, sql, values);
+        const defaultMode: [string, unknown[]] = ["SET SESSION sql_mode = ?", ["NO_AUTO_VALUE_ON_ZERO"]];
+        for (const [sql, values] of [...routines, defaultMode, ...views, ...triggersAndEvents]) await q(dst, sql, values);
         await q(src, "COMMIT");
 
         if (flavor === "MariaDB") {

@@ -15,6 +15,12 @@ export interface ServerState {
   readOnly: boolean;
   /** Everything the server has executed: MariaDB gtid_current_pos, MySQL gtid_executed. */
   gtidExecuted: string;
+  /**
+   * Its history, to tell which of two servers has everything of the other:
+   * MariaDB gtid_binlog_state (last sequence per domain and origin server),
+   * MySQL gtid_executed.
+   */
+  history: string;
   /** Databases other than the server's own: an empty server may be seeded. */
   userDatabases: number;
 }
@@ -44,8 +50,8 @@ export async function readServer(conn: InstanceConnection): Promise<ServerState>
   const mariadb = conn.server.flavor === "MariaDB";
   const [row] = await conn.query<Row>(
     mariadb
-      ? "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_current_pos AS executed"
-      : "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_executed AS executed",
+      ? "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_current_pos AS executed, @@GLOBAL.gtid_binlog_state AS history"
+      : "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_executed AS executed, @@GLOBAL.gtid_executed AS history",
   );
   const [count] = await conn.query<Row>(
     `SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN (${SYSTEM_DATABASES.map(() => "?").join(",")})`,
@@ -55,6 +61,7 @@ export async function readServer(conn: InstanceConnection): Promise<ServerState>
     serverId: Number(str(row, "server_id") ?? 0),
     readOnly: Number(str(row, "read_only") ?? 0) === 1,
     gtidExecuted: str(row, "executed") ?? "",
+    history: str(row, "history") ?? "",
     userDatabases: Number(str(count, "n") ?? 0),
   };
 }

@@ -45,6 +45,13 @@ export function commonLabels(cluster: string): Record<string, string> {
   return { ...selectorLabels(cluster), "app.kubernetes.io/managed-by": "stateward", "app.kubernetes.io/component": "database" };
 }
 
+/**
+ * What the manager caches of the kinds the operator creates (StatefulSets,
+ * Services, ConfigMaps, PDBs, Pods): only objects with the labels it puts on
+ * all of them, whatever else lives in the namespace.
+ */
+export const MANAGED_OBJECTS_SELECTOR = "app.kubernetes.io/name=mysql-cluster,app.kubernetes.io/managed-by=stateward";
+
 /** The selector as a string, for list calls and the scale subresource. */
 export function selectorString(cluster: string): string {
   return Object.entries(selectorLabels(cluster))

@@ -1,0 +1,147 @@
+// Seeding a new replica must neither freeze the primary nor loop:
+//
+//   a view in database `a` over a function and a table of database `z` (later
+//   in sort order) is copied: views come after every database and routine;
+//   a long write statement on the primary puts the seed off — the primary's writers
+//   are never held up behind the snapshot's read lock — with a BackingOff
+//   condition and an Event; once the statement ends, the seed completes.
+import type mysql from "mysql2/promise";
+import { builtin, findCondition, type KubeObject } from "@stateward/core";
+import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { testClient } from "../../support/kube.ts";
+import type { LocalPodServers } from "../../support/mysql-pods.ts";
+import { waitFor } from "../../support/wait.ts";
+import { connectPod, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+
+const env = inject("environment");
+const client = testClient(env.kubeconfig);
+const MYC = MySQLClusterKind.resource;
+const name = "feed";
+let suite: ClusterSuite;
+let ns: string;
+let servers: LocalPodServers;
+let password: string;
+
+interface Event extends KubeObject {
+  reason?: string;
+  note?: string;
+  regarding?: { name?: string };
+}
+
+async function running(replicas: number, timeoutMs: number): Promise<MySQLCluster> {
+  return waitFor(`MySQLCluster ${name} Running with ${replicas} ready`, async () => {
+    const c = await client.get<MySQLCluster>(MYC, ns, name);
+    if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.observedGeneration === c.metadata.generation) return c;
+    throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}; Seeding: ${findCondition(c.status?.conditions, "Seeding")?.message}${servers.describeFailures()}`);
+  }, timeoutMs, 500);
+}
+
+function connect(pod: string): Promise<mysql.Connection> {
+  return connectPod(servers, pod, password);
+}
+
+function onPod(pod: string, ...statements: string[]): Promise<Record<string, unknown>[]> {
+  return runOnPod(servers, pod, password, ...statements);
+}
+
+/** Only the newest binary log is left on the primary: a new replica must be seeded. */
+async function purgeBinaryLogs(): Promise<void> {
+  await onPod(`${name}-0`, "FLUSH BINARY LOGS");
+  await waitFor("older binary logs purged", async () => {
+    const logs = (await onPod(`${name}-0`, "SHOW BINARY LOGS")) as { Log_name: string }[];
+    if (logs.length === 1) return true;
+    await onPod(`${name}-0`, `PURGE BINARY LOGS TO '${logs.at(-1)?.Log_name ?? ""}'`);
+    return undefined;
+  }, 30_000, 500);
+}
+
+async function events(reason: string): Promise<Event[]> {
+  return (await client.list<Event>(builtin.event, { namespace: ns })).items.filter((e) => e.regarding?.name === name && e.reason === reason);
+}
+
+beforeAll(async () => {
+  suite = await startClusterSuite(client, env, "seeding");
+  ({ ns, servers } = suite);
+  await client.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 1, storage: { size: "1Gi" } } });
+  await running(1, 180_000);
+  password = await rootPassword(client, ns, name);
+}, 300_000);
+
+afterAll(async () => {
+  await suite?.stop();
+}, 120_000);
+
+describe("seeding a replica", () => {
+  it("copies a view of database a that uses a function and a table of database z", async () => {
+    await onPod(
+      `${name}-0`,
+      "CREATE DATABASE a",
+      "CREATE DATABASE z",
+      "CREATE TABLE z.t (id INT PRIMARY KEY, v INT)",
+      "INSERT INTO z.t VALUES (1, 10), (2, 20)",
+      "CREATE FUNCTION z.twice(x INT) RETURNS INT DETERMINISTIC RETURN x * 2",
+      "CREATE VIEW a.v AS SELECT id, z.twice(v) AS doubled FROM z.t",
+      "CREATE VIEW a.w AS SELECT doubled FROM a.v WHERE id = 2",
+    );
+    await purgeBinaryLogs();
+    await client.patch(MYC, ns, name, { spec: { replicas: 2 } });
+    // Before, each attempt failed on the view (1146/1305), dropped its copy and started over.
+    await running(2, 120_000);
+    expect(await onPod(`${name}-1`, "SELECT id, doubled FROM a.v ORDER BY id")).toEqual([{ id: 1, doubled: 20 }, { id: 2, doubled: 40 }]);
+    expect(await onPod(`${name}-1`, "SELECT doubled FROM a.w")).toEqual([{ doubled: 40 }]);
+    expect((await events("ReplicaSeeded")).some((e) => (e.note ?? "").startsWith(`Seeded ${name}-1:`))).toBe(true);
+    expect(await events("SeedFailed")).toEqual([]);
+  }, 300_000);
+
+  it("does not hold up the primary's writes behind a long statement, backs off, and seeds once it ended", async () => {
+    await onPod(`${name}-0`, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1)", "CREATE TABLE app.w (id INT PRIMARY KEY)");
+    await purgeBinaryLogs();
+    // A batch job whose statement runs for a minute. (A long SELECT would do on MySQL; MariaDB's
+    // FTWRL does not wait for readers, but for every running write — and meanwhile blocks all others.)
+    const reader = await connect(`${name}-0`);
+    const [idRows] = (await reader.query("SELECT CONNECTION_ID() AS id")) as unknown as [{ id: number }[]];
+    const readerId = idRows[0]?.id;
+    const longQuery = reader.query("UPDATE app.t SET id = id + SLEEP(60)").catch((err: unknown) => err);
+    await new Promise((r) => setTimeout(r, 1_500));
+    await client.patch(MYC, ns, name, { spec: { replicas: 3 } });
+
+    // An application keeps writing meanwhile; no write may wait more than 2 s.
+    const writer = await connect(`${name}-0`);
+    let slowest = 0;
+    let written = 0;
+    try {
+      const until = Date.now() + 60_000;
+      let backingOff: string | undefined;
+      while (Date.now() < until) {
+        const started = performance.now();
+        await writer.query({ sql: "INSERT INTO app.w VALUES (?)", values: [++written], timeout: 5_000 });
+        slowest = Math.max(slowest, performance.now() - started);
+        const c = await client.get<MySQLCluster>(MYC, ns, name);
+        const seeding = findCondition(c.status?.conditions, "Seeding");
+        if (seeding?.reason === "BackingOff" && (await events("SeedingPutOff")).length > 0) {
+          backingOff = seeding.message;
+          // A few more writes while the seed waits for its next attempt.
+          if (written > 20) break;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(backingOff, "the Seeding condition says the seed is put off").toMatch(/feed-2: attempt \d+ put off: the primary is running long statements \(connection \d+ of root for \d+ s\)/);
+    } finally {
+      await writer.end();
+    }
+    expect(slowest, "the slowest write on the primary, ms").toBeLessThan(2_000);
+    const putOff = await events("SeedingPutOff");
+    expect(putOff[0]?.note).toMatch(/^Seeding feed-2 from feed-0 put off \(attempt 1\): .*; next attempt in 5 s$/);
+
+    // The statement ends; the next attempt seeds.
+    await onPod(`${name}-0`, `KILL QUERY ${readerId}`);
+    await longQuery;
+    await reader.end();
+    const c = await running(3, 180_000);
+    expect(findCondition(c.status?.conditions, "Seeding")).toMatchObject({ status: "False", reason: "Complete" });
+    const count = async (pod: string) => Number((await onPod(pod, "SELECT COUNT(*) AS n FROM app.w"))[0]?.n);
+    expect(await count(`${name}-2`)).toBe(await count(`${name}-0`));
+    expect(await count(`${name}-2`)).toBeGreaterThanOrEqual(written);
+  }, 400_000);
+});
