@@ -5,6 +5,7 @@
 // unchanged, and deleting the DatabaseUser leaves it); with the opt-in it is
 // adopted and, on delete, dropped.
 import { builtin } from "@stateward/core";
+import type { DatabaseUser } from "@stateward/operator-database-user";
 import type mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freshNamespace, testClient, waitGone } from "../../support/kube.ts";
@@ -135,6 +136,27 @@ describe("database-user: accounts it does not own", () => {
 
     await client.delete(DBU, ns, "adopted");
     await waitGone(client, DBU, ns, "adopted");
+    expect(await accountExists(admin, name)).toBe(false);
+  });
+
+  it("keeps managing an account converged by a release without accountOrigin (upgrade), and drops it on delete", async () => {
+    const name = `upgraded_${id}`;
+    left.accounts.push({ user: name, host: "%" });
+    await client.create(builtin.secret, secret(ns, "upgraded", { password: "Upgraded-1" }));
+    await client.create(DBU, databaseUser(ns, "upgraded", { instanceRef: { name: "db" }, user: name, passwordSecretRef: { name: "upgraded" }, grants: [] }));
+    const converged = await waitReady(client, ns, "upgraded");
+    // What an earlier release left: the same status without accountOrigin.
+    const { accountOrigin: _origin, ...legacy } = converged.status ?? {};
+    await client.updateStatus(DBU, { ...converged, status: legacy });
+    expect((await client.get<DatabaseUser>(DBU, ns, "upgraded")).status?.accountOrigin).toBeUndefined();
+
+    // A spec change makes it look at the server again: the account is still its own.
+    await client.patch(DBU, ns, "upgraded", { spec: { grants: [{ privileges: ["SELECT"], database: db }] } });
+    const again = await waitReady(client, ns, "upgraded", 2);
+    expect(again.status?.accountOrigin).toBe("Adopted");
+    expect(await tryLogin(env.mysql, name, "Upgraded-1")).toBe("ok");
+    await client.delete(DBU, ns, "upgraded");
+    await waitGone(client, DBU, ns, "upgraded");
     expect(await accountExists(admin, name)).toBe(false);
   });
 
