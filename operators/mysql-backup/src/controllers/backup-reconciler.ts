@@ -22,7 +22,7 @@ import { MySQLBackupKind, type MySQLBackup } from "../api.ts";
 import { runBackup } from "../engine/index.ts";
 import { BucketClient, deleteBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
-import { describeFailure } from "./failures.ts";
+import { describeFailure, stopReason } from "./failures.ts";
 import { now, recordPending, type OperationDeps } from "./operation.ts";
 import { writeRunStatus } from "./run-status.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
@@ -115,7 +115,7 @@ export class BackupReconciler implements Reconciler {
           await this.d.events.record(current, "Normal", "Completed", `Backup completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`);
           for (const warning of result.warnings) await this.d.events.record(current, "Warning", "BackupWarning", warning);
         } catch (err) {
-          const f = describeFailure(err, signal.aborted ? "the manager is shutting down or the backup was deleted" : undefined);
+          const f = describeFailure(err, signal.aborted ? stopReason(signal, "the manager is shutting down or the backup was deleted") : undefined);
           await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Failed", completionTime: now() }, {
             status: "False", reason: f.reason, message: `Backup failed: ${f.message}. Nothing was reported complete; create a new MySQLBackup to retry.`,
           });
