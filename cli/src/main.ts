@@ -81,6 +81,8 @@ async function run(argv: string[]): Promise<number> {
       ? { namespace: leaderElectionNamespace(values["leader-election-namespace"], namespaces) }
       : undefined,
   }).load(...operators);
+  // An error nothing handled stops the manager (operations record why) and exits non-zero.
+  manager.installCrashPolicy();
 
   let signals = 0;
   const onSignal = (signal: string) => {

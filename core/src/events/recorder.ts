@@ -56,13 +56,16 @@ export class EventRecorder {
 
   /**
    * Records an event about `regarding`. Never throws: an event is best effort
-   * and must not fail the reconcile that reports it.
+   * and must not fail the reconcile that reports it. Resolves false when it
+   * could not be written (e.g. its namespace is being deleted).
    */
-  async record(regarding: KubeObject, type: EventType, reason: string, note: string, action = reason): Promise<void> {
+  async record(regarding: KubeObject, type: EventType, reason: string, note: string, action = reason): Promise<boolean> {
     try {
       await this.write(regarding, type, reason, note.length > MAX_NOTE ? `${note.slice(0, MAX_NOTE - 3)}...` : note, action);
+      return true;
     } catch (err) {
       this.opts.onError?.(err);
+      return false;
     }
   }
 

@@ -56,9 +56,18 @@ export class BackgroundTasks {
     await entry.done;
   }
 
-  /** Aborts every task and waits for them, at most `timeoutMs`. Resolves true when all finished. */
-  async stop(timeoutMs: number): Promise<boolean> {
-    this.stopper.abort();
+  /** The tasks running now. */
+  list(): BackgroundTask[] {
+    return [...this.running.values()].map((r) => r.task);
+  }
+
+  /**
+   * Aborts every task and waits for them, at most `timeoutMs`. Resolves true
+   * when all finished. `reason` becomes the tasks' `signal.reason`, so a task
+   * can record why it stopped.
+   */
+  async stop(timeoutMs: number, reason?: Error): Promise<boolean> {
+    this.stopper.abort(reason);
     const all = Promise.all([...this.running.values()].map((r) => r.done)).then(() => true);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));

@@ -16,6 +16,7 @@ import { LeaderElector } from "../leader/index.ts";
 import { createLogger, type Logger } from "../log/index.ts";
 import { Metrics } from "../metrics/index.ts";
 import { BackgroundTasks } from "./background.ts";
+import { installCrashPolicy, type CrashPolicyOptions } from "./crash-policy.ts";
 import { ensureCrds, type CrdPolicy } from "./crds.ts";
 import { uniqueKinds, type ControllerSetup, type OperatorModule } from "./module.ts";
 import { Tokens, systemClock, type ManagerSettings } from "./tokens.ts";
@@ -91,7 +92,7 @@ export class Manager {
   private stopping: Promise<void> | undefined;
   private resolveDone!: () => void;
   private rejectDone!: (err: Error) => void;
-  /** Settles when the manager has stopped; rejects if it lost leadership. */
+  /** Settles when the manager has stopped; rejects if it lost leadership or was stopped for an error. */
   readonly done: Promise<void>;
   healthAddress: BoundAddress | undefined;
   metricsAddress: BoundAddress | undefined;
@@ -221,6 +222,21 @@ export class Manager {
     this.elector.start();
   }
 
+  /**
+   * Makes an unhandled rejection or uncaught exception stop this manager and
+   * exit the process non-zero (see crash-policy.ts), instead of Node's
+   * immediate exit. For the process that runs the manager (`stateward run`);
+   * returns a function that removes it.
+   */
+  installCrashPolicy(options: Pick<CrashPolicyOptions, "graceMs" | "exit" | "process"> = {}): () => void {
+    return installCrashPolicy({
+      ...options,
+      logger: this.logger,
+      stop: (reason) => this.stop(reason),
+      inFlight: () => this.background.list().map((t) => ({ task: t.name, startedAt: t.startedAt.toISOString() })),
+    });
+  }
+
   isLeader(): boolean {
     return this.elector ? this.elector.isLeader() : this.controllersRunning;
   }
@@ -231,11 +247,15 @@ export class Manager {
     for (const c of this.controllers) c.start();
   }
 
-  /** Graceful stop: release leadership, drain in-flight reconciles (bounded), stop informers and servers. */
-  stop(): Promise<void> {
+  /**
+   * Graceful stop: release leadership, drain in-flight reconciles (bounded),
+   * stop informers and servers. `reason` is passed to the background tasks
+   * (their signal's reason), so an operation records why it stopped.
+   */
+  stop(reason?: Error): Promise<void> {
     this.stopping ??= (async () => {
       const grace = this.opts.gracefulShutdownMs ?? 30_000;
-      await Promise.all([...this.controllers.map((c) => c.stop(grace)), this.background.stop(grace)]);
+      await Promise.all([...this.controllers.map((c) => c.stop(grace)), this.background.stop(grace, reason)]);
       await this.elector?.stop();
       await this.cache.stop();
       await Promise.all([this.probes.stop(), this.metricsServer.stop()]);
@@ -243,6 +263,7 @@ export class Manager {
       await this.container.unbindAllAsync();
       this.logger.info("manager stopped");
       if (this.lostLeadership) this.rejectDone(new Error("leader election lost"));
+      else if (reason) this.rejectDone(reason);
       else this.resolveDone();
     })();
     return this.stopping;

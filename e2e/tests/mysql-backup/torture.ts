@@ -139,6 +139,26 @@ export async function createTortureDatabase(conn: Conn, db: string): Promise<voi
   await q("CREATE TABLE empty_table (id INT PRIMARY KEY, v TEXT) ENGINE=InnoDB");
   await q("CREATE TABLE legacy (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=MyISAM");
   await q("CREATE SEQUENCE seq1 START WITH 100 INCREMENT BY 5");
+  // The bytes the stock client's line reader treats specially, where a line
+  // ends, inside text of every kind: CRLF (text from web forms), lone CR, CR
+  // before the row's end, NUL, Ctrl-Z, backslashes next to them, and what
+  // looks like an escape or a client command at the start of a line.
+  await q(`CREATE TABLE line_ends (
+    id INT PRIMARY KEY, t TEXT, vc VARCHAR(200), lat VARCHAR(200) CHARACTER SET latin1, j JSON, b BLOB, vb VARBINARY(64)
+  ) ENGINE=InnoDB`);
+  const lineEnds = [
+    "first line\r\nsecond line\r\n\r\nthird, after an empty one\r\n",
+    "lone\rcr", "ends with cr\r", "\r", "\r\n", "\n", "\r\r\n\n\r", "cr cr lf\r\r\nx",
+    "nul\0in the middle", "ends with nul\0", "ctrl-z \x1a and \x1a\r\n", "backslash cr \\\r\n backslash lf \\\n",
+    "looks escaped: \\r \\n \\0 \\Z \\\\", "quote '\r\n' dquote \"\r\n\"",
+    "\r\ndelimiter ;;\r\n", "\r\n-- a comment?\r\n# another\r\n/* and */ \\g \\q\r\n", "\ttab\r\n\ttab",
+  ];
+  for (const [i, v] of lineEnds.entries()) {
+    await q("INSERT INTO line_ends VALUES (?, ?, ?, ?, ?, ?, ?)", [
+      i + 1, v, v.slice(0, 200), v.slice(0, 200), JSON.stringify({ v, i }).replace("{", "{\r\n").replace("}", "\r\n}"),
+      Buffer.from(`${v}\r\n`, "latin1"), Buffer.from(v.slice(0, 64), "latin1"),
+    ]);
+  }
 
   await q("CREATE FUNCTION f_double(x INT) RETURNS INT DETERMINISTIC RETURN x * 2");
   await q(`CREATE PROCEDURE p_note(IN n VARCHAR(50))

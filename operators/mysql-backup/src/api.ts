@@ -110,7 +110,15 @@ export const MySQLBackupKind = defineKind({
   shortNames: ["mysqlbk"],
   scope: "Namespaced",
   description: "A consistent backup of a MySQL server's databases, streamed to S3 as plain SQL objects and a manifest.",
-  spec: object(backupSpecFields(), "The desired backup. A backup runs once; changing its spec afterwards has no effect."),
+  spec: object(
+    backupSpecFields(),
+    "The desired backup. A backup runs once; changing its spec afterwards has no effect, and storage cannot be changed at all.",
+    {
+      // Where a backup was written is what deleting it (deletionPolicy Delete)
+      // removes; letting it be edited would point that at someone else's folder.
+      validations: [{ rule: "self.storage == oldSelf.storage", message: "spec.storage cannot be changed after the MySQLBackup is created; create a new MySQLBackup to write elsewhere" }],
+    },
+  ),
   status: object(
     {
       phase: optional(phaseSchema),
@@ -124,6 +132,18 @@ export const MySQLBackupKind = defineKind({
       compressedBytes: optional(integer("Bytes stored in the bucket.")),
       uncompressedBytes: optional(integer("Bytes of SQL before compression.")),
       manifestSha256: optional(string("SHA-256 of the stored manifest.json; each object's own SHA-256 is in the manifest.")),
+      storage: optional(
+        object(
+          {
+            bucket: string("Bucket the backup was written to."),
+            prefix: string("Key prefix of the backup folder (<prefix>/<namespace>/<name>), without a trailing slash."),
+            endpoint: optional(string("S3 endpoint the backup was written to; absent for AWS.")),
+            region: optional(string("Region of the bucket.")),
+            forcePathStyle: optional(boolean("Whether the bucket was addressed as <endpoint>/<bucket>.")),
+          },
+          "Where this backup's objects were written, recorded when it completed. Deleting the MySQLBackup with deletionPolicy Delete removes only this folder, and only when the backup completed: a backup that failed (e.g. BackupExists) never deletes anything.",
+        ),
+      ),
       position: optional(positionSchema),
       startedBy: optional(string("The manager instance that ran the backup; a backup found Running under another instance was interrupted.")),
       conditions: optional(conditionsSchema()),

@@ -14,7 +14,8 @@
 //   spatial types             is the empty string
 //   everything else           QUOTE(), converted to utf8mb4 first: text, ENUM,
 //                             SET, JSON, dates and times (read with the session
-//                             time zone at +00:00), INET6, UUID
+//                             time zone at +00:00), INET6, UUID; with CR
+//                             written as \r (see textExpression)
 // NULL becomes the word NULL. The whole CONCAT is a binary string, so no
 // character set conversion happens on the way to the client.
 import { quoteIdentifier } from "./identifiers.ts";
@@ -74,10 +75,26 @@ export function valueExpression(column: ColumnInfo): string {
       return `IFNULL(CONCAT('X''',HEX(${c}),''''),'NULL')`;
     case "text": {
       const charset = column.charset?.toLowerCase();
-      const value = charset && charset !== "utf8mb4" ? `CONVERT(${c} USING utf8mb4)` : c;
-      return `QUOTE(${value})`;
+      return textExpression(charset && charset !== "utf8mb4" ? `CONVERT(${c} USING utf8mb4)` : c);
     }
   }
+}
+
+/**
+ * A string literal the stock `mariadb`/`mysql` client restores byte for
+ * byte. QUOTE() escapes what the client would otherwise mangle — backslash,
+ * quote, NUL (refused outside --binary-mode) and Ctrl-Z (end of file on
+ * Windows) — but leaves CR and LF raw. The client reads its input line by
+ * line: within a string it joins the lines again with LF, so a raw LF comes
+ * back, but the CR before an LF is dropped with the line end ("a\r\nb" came
+ * back "a\nb"). So CR is written as \r — one REPLACE on the server, in hex
+ * so that no sql_mode changes its meaning; CR is never produced by QUOTE
+ * itself, and QUOTE has doubled every backslash, so the \r is unambiguous.
+ * LF stays raw: escaping it too would cost the server a second pass over
+ * every text value for no byte that changes.
+ */
+export function textExpression(value: string): string {
+  return `REPLACE(QUOTE(${value}),X'0D',X'5C72')`;
 }
 
 /** The columns that are dumped: all but generated ones, in table order. */

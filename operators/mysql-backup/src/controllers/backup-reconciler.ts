@@ -22,7 +22,7 @@ import { MySQLBackupKind, type MySQLBackup } from "../api.ts";
 import { runBackup } from "../engine/index.ts";
 import { BucketClient, deleteBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
-import { describeFailure } from "./failures.ts";
+import { describeFailure, stopReason } from "./failures.ts";
 import { now, recordPending, type OperationDeps } from "./operation.ts";
 import { writeRunStatus } from "./run-status.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
@@ -31,6 +31,9 @@ export const BACKUP_FINALIZER = "stateward.io/delete-stored-backup";
 const RT = MySQLBackupKind.resource;
 
 export type BackupReconcilerDeps = OperationDeps;
+
+/** Deletion failures that retrying will not fix: the finalizer is released with a Warning instead. */
+const permanentDeleteFailures = new Set(["SecretNotFound", "SecretKeyMissing", "StorageAccessDenied", "BucketNotFound"]);
 
 
 export class BackupReconciler implements Reconciler {
@@ -48,13 +51,7 @@ export class BackupReconciler implements Reconciler {
 
     if (isBeingDeleted(backup)) {
       await this.d.tasks.cancel(key);
-      if ((backup.spec.deletionPolicy ?? "Retain") === "Delete" && backup.status?.location) {
-        const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
-        const prefix = backupFolder(backup.spec.storage.s3.prefix, ns, req.name);
-        const deleted = await deleteBackup({ ...s3, prefix });
-        ctx.log.info("stored backup deleted", { objects: deleted.deletedObjects, abortedUploads: deleted.abortedUploads });
-        await this.d.events.record(backup, "Normal", "StoredObjectsDeleted", `Deleted the stored backup at ${backup.status.location}`);
-      }
+      if ((backup.spec.deletionPolicy ?? "Retain") === "Delete") await this.deleteStored(backup, ctx);
       await removeFinalizer(this.d.client, RT, backup, BACKUP_FINALIZER);
       return undefined;
     }
@@ -106,6 +103,7 @@ export class BackupReconciler implements Reconciler {
             completionTime: now(),
             durationSeconds: Math.round(result.durations.totalMs / 1000),
             location: result.location.url,
+            storage: { bucket: result.location.bucket, prefix: result.location.prefix, ...(s3.endpoint ? { endpoint: s3.endpoint } : {}), region: s3.region, forcePathStyle: s3.forcePathStyle },
             serverVersion: result.server.version,
             objects: result.objects,
             compressedBytes: result.size,
@@ -115,7 +113,7 @@ export class BackupReconciler implements Reconciler {
           await this.d.events.record(current, "Normal", "Completed", `Backup completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`);
           for (const warning of result.warnings) await this.d.events.record(current, "Warning", "BackupWarning", warning);
         } catch (err) {
-          const f = describeFailure(err, signal.aborted ? "the manager is shutting down or the backup was deleted" : undefined);
+          const f = describeFailure(err, signal.aborted ? stopReason(signal, "the manager is shutting down or the backup was deleted") : undefined);
           await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Failed", completionTime: now() }, {
             status: "False", reason: f.reason, message: `Backup failed: ${f.message}. Nothing was reported complete; create a new MySQLBackup to retry.`,
           });
@@ -137,6 +135,54 @@ export class BackupReconciler implements Reconciler {
     }
   }
 
+
+  /**
+   * deletionPolicy Delete: removes the folder this backup completed, at the
+   * location recorded when it completed (status.storage) — never a folder it
+   * did not write (a run that failed with BackupExists points at another
+   * backup's). When the objects cannot be deleted for a reason retrying will
+   * not fix (the credentials Secret is gone, as namespace deletion removes it
+   * first; access denied; no bucket), the finalizer is released anyway with
+   * a Warning naming what was left, so the deletion (and the namespace's)
+   * never hangs. A passing failure (S3 unreachable) is retried with backoff.
+   */
+  private async deleteStored(backup: MySQLBackup, ctx: ReconcileContext): Promise<void> {
+    const ns = backup.metadata.namespace ?? "";
+    const name = backup.metadata.name ?? "";
+    const status = backup.status;
+    if (status?.phase !== "Completed") return;
+    // Completed by a version that did not record status.storage: spec.storage is where it wrote.
+    const stored = status.storage ?? {
+      bucket: backup.spec.storage.s3.bucket,
+      prefix: backupFolder(backup.spec.storage.s3.prefix, ns, name),
+      endpoint: backup.spec.storage.s3.endpoint,
+      region: backup.spec.storage.s3.region,
+      forcePathStyle: backup.spec.storage.s3.forcePathStyle,
+    };
+    const where = `s3://${stored.bucket}/${stored.prefix}/${stored.endpoint ? ` at ${stored.endpoint}` : ""}`;
+    try {
+      const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
+      const deleted = await deleteBackup({
+        ...s3,
+        bucket: stored.bucket,
+        prefix: stored.prefix,
+        endpoint: stored.endpoint,
+        region: stored.region ?? s3.region,
+        forcePathStyle: stored.forcePathStyle ?? s3.forcePathStyle,
+      });
+      ctx.log.info("stored backup deleted", { location: where, objects: deleted.deletedObjects, abortedUploads: deleted.abortedUploads });
+      await this.d.events.record(backup, "Normal", "StoredObjectsDeleted", `Deleted the stored backup at ${where} (${deleted.deletedObjects} objects)`);
+    } catch (err) {
+      const f = describeFailure(err);
+      if (!permanentDeleteFailures.has(f.reason)) throw err;
+      const message = `Could not delete the stored backup of MySQLBackup ${ns}/${name} at ${where}: ${f.message}. Its objects were left in the bucket; delete them there if they are not wanted.`;
+      ctx.log.warn("stored backup left behind", { location: where, reason: f.reason, message: f.message });
+      // In a namespace being deleted no Event can be created any more; it then goes on the Namespace (Events in "default").
+      if (!(await this.d.events.record(backup, "Warning", "StoredBackupLeftBehind", message))) {
+        await this.d.events.record({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } }, "Warning", "StoredBackupLeftBehind", message);
+      }
+    }
+  }
 
   private async markInterrupted(backup: MySQLBackup, ctx: ReconcileContext): Promise<void> {
     const ns = backup.metadata.namespace ?? "";

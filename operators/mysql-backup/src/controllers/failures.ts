@@ -16,3 +16,12 @@ export function describeFailure(err: unknown, abortedBecause?: string): Failure 
   if (isBackupError(err)) return { reason: err.reason, message: err.message };
   return { reason: "Error", message: err instanceof Error ? err.message : String(err) };
 }
+
+/**
+ * Why an operation's signal was aborted: the reason the manager gave (e.g.
+ * it stops for an unexpected error, FatalErrorStop), else `otherwise`.
+ */
+export function stopReason(signal: AbortSignal, otherwise: string): string {
+  const r: unknown = signal.reason;
+  return r instanceof Error && r.name !== "AbortError" && r.message ? r.message : otherwise;
+}

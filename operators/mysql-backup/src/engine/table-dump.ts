@@ -112,6 +112,11 @@ function streamRows(
         const stored = await done.upload.finish();
         parts.push({ ...stored, part: done.part, rows: done.rows });
       });
+      // Nothing awaits this finish while the next part fills: without a
+      // handler of its own, an upload failing now (S3 gone mid-backup) would
+      // be an unhandled rejection, which ends the whole manager process.
+      // The failure ends this table's dump instead, and so the backup.
+      finishing.catch(fail);
     };
 
     /** Writes the pending statement; returns what to wait for before more rows, if anything. */
