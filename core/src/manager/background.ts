@@ -2,7 +2,9 @@
 // inside it (a backup takes minutes; a worker blocked that long would starve
 // every other object of the controller). Tasks get an AbortSignal that fires
 // when the manager shuts down; the manager waits for them, bounded by its
-// graceful-shutdown time, so a task can record why it stopped.
+// graceful-shutdown time, so a task can record why it stopped. When this
+// manager loses leadership the signal aborts at once with a
+// LeadershipLostError: the task stops and leaves recording to the new leader.
 export interface BackgroundTask {
   name: string;
   startedAt: Date;
@@ -56,9 +58,12 @@ export class BackgroundTasks {
     await entry.done;
   }
 
-  /** Aborts every task and waits for them, at most `timeoutMs`. Resolves true when all finished. */
-  async stop(timeoutMs: number): Promise<boolean> {
-    this.stopper.abort();
+  /**
+   * Aborts every task (with `reason`, e.g. a LeadershipLostError, as the signal's reason) and waits
+   * for them, at most `timeoutMs`. Resolves true when all finished.
+   */
+  async stop(timeoutMs: number, reason?: Error): Promise<boolean> {
+    this.stopper.abort(reason);
     const all = Promise.all([...this.running.values()].map((r) => r.done)).then(() => true);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
