@@ -10,8 +10,8 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, isNotFound, type KubeObject } from "@stateward/core";
-import { DatabaseUserKind, FINALIZER as DROP_ACCOUNT, databaseUserOperator } from "@stateward/operator-database-user";
-import { BACKUP_FINALIZER, MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
+import { DatabaseUserKind, databaseUserOperator } from "@stateward/operator-database-user";
+import { MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { repoRoot, s3Client } from "../../harness/index.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
@@ -122,8 +122,8 @@ describe("stateward release-finalizers", () => {
     const user = await client.get<KubeObject>(DatabaseUserKind.resource, ns, "app");
     const backup = await client.get<KubeObject>(MySQLBackupKind.resource, ns, "nightly");
     expect(user.metadata.deletionTimestamp).toBeDefined();
-    expect(user.metadata.finalizers).toContain(DROP_ACCOUNT);
-    expect(backup.metadata.finalizers).toContain(BACKUP_FINALIZER);
+    expect(user.metadata.finalizers).toContain("stateward.io/drop-account");
+    expect(backup.metadata.finalizers).toContain("stateward.io/delete-stored-backup");
 
     // Dry run (the default): lists both with what they would have cleaned up, changes nothing.
     const dry = await stateward("--namespace", ns);
