@@ -3,16 +3,21 @@
 //
 //   stateward run [flags]     the manager: runs the selected operators against the current kube context
 //   stateward crds            prints the CRD YAML of the selected operators
+//   stateward release-finalizers  removes Stateward finalizers when the manager is gone (lists first)
 //   stateward help
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { Manager, createLogger, crdToYaml, uniqueKinds, type LogLevel } from "@stateward/core";
 import { UsageError, selectOperators } from "./operators.ts";
+import { releaseFinalizers, releaseUsage } from "./release-finalizers.ts";
 
 const usage = `Usage:
   stateward run [flags]        run the manager with the selected operators
   stateward crds [--operators] print the CustomResourceDefinitions as YAML
+  stateward release-finalizers (--namespace NS | --all-namespaces) [--yes]
+                               with the manager gone: list Stateward finalizers and what they
+                               would clean up; --yes removes them, leaving that cleanup undone
   stateward help
 
 Flags of run:
@@ -126,6 +131,12 @@ async function main(argv: string[]): Promise<number> {
       return run(rest);
     case "crds":
       return crds(rest);
+    case "release-finalizers":
+      if (rest.includes("--help") || rest.includes("-h")) {
+        process.stdout.write(releaseUsage);
+        return 0;
+      }
+      return releaseFinalizers(rest);
     case "help":
     case "--help":
     case "-h":

@@ -2,7 +2,7 @@
 // `freeze()` makes the current connections go silent without closing them
 // (a half-open connection, as a dead NAT or a vanished peer leaves behind),
 // `block()` cuts every connection and refuses new ones, `unblock()` heals,
-// `limit()` makes the link slow.
+// `throttle()` limits the bandwidth of all connections together.
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
@@ -10,7 +10,10 @@ export class TcpProxy {
   private readonly target: { host: string; port: number };
   private readonly pairs = new Set<{ client: Socket; upstream: Socket; frozen: boolean }>();
   private blocked = false;
-  private bytesPerSecond: number | undefined;
+  private freezeNew: false | "silent" | "unanswered" = false;
+  private bytesPerSecond = 0;
+  /** When the shared link is free again (throttled): each chunk waits its turn. */
+  private linkFreeAt = 0;
   port = 0;
 
   constructor(target: { host: string; port: number }) {
@@ -31,52 +34,69 @@ export class TcpProxy {
       return;
     }
     const upstream = connect(this.target.port, this.target.host);
-    const pair = { client, upstream, frozen: false };
+    const pair = { client, upstream, frozen: this.freezeNew === "silent" };
     this.pairs.add(pair);
-    // Chunks held back by limit(); a close waits for them, or a slow link would lose the end of a response.
-    let held = 0;
-    let closing = false;
-    const closeNow = () => {
-      this.pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    const close = () => {
-      closing = true;
-      if (held === 0) closeNow();
-    };
+    // "unanswered": the client's writes go through, the server's only until the client's second
+    // write (its TLS handshake flights): a request reaches the server and its answer never returns.
+    const unanswered = this.freezeNew === "unanswered";
+    let clientWrites = 0;
+    client.on("data", () => clientWrites++);
+    // Throttled chunks wait for their turn, as in a slow link's send buffer. A client that closes
+    // loses what it had not sent yet (its bytes never reach the server); a server that closes
+    // right after its answer (an S3 server does) closes the client once the answer is delivered.
+    let answersDelayed = 0;
+    let serverClosed = false;
     const forward = (from: Socket, to: Socket) =>
       from.on("data", (chunk: Buffer) => {
         // A frozen pair swallows data: both ends see a silent, open connection.
         if (pair.frozen) return;
-        if (this.bytesPerSecond === undefined) {
+        if (unanswered && from === upstream && clientWrites >= 2) return;
+        if (!this.bytesPerSecond) {
           to.write(chunk);
           return;
         }
-        // A slow link: hold the chunk for as long as it takes at the rate, reading nothing meanwhile.
+        const now = Date.now();
+        this.linkFreeAt = Math.max(now, this.linkFreeAt) + (chunk.length / this.bytesPerSecond) * 1000;
+        if (from === upstream) answersDelayed++;
         from.pause();
-        held++;
         setTimeout(() => {
-          held--;
+          if (from === upstream) answersDelayed--;
+          // A client that closed has closed the server side too (see close): its chunk is dropped.
           if (!pair.frozen && !to.destroyed) to.write(chunk);
           from.resume();
-          if (closing && held === 0) closeNow();
-        }, (chunk.length / this.bytesPerSecond) * 1000);
+          if (serverClosed && answersDelayed === 0) client.end(() => close());
+        }, this.linkFreeAt - now);
       });
     forward(client, upstream);
     forward(upstream, client);
+    const close = () => {
+      this.pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
     client.on("close", close).on("error", close);
-    upstream.on("close", close).on("error", close);
+    const serverGone = () => {
+      if (answersDelayed > 0) serverClosed = true;
+      else close();
+    };
+    upstream.on("close", serverGone).on("error", serverGone);
   }
 
-  /** Existing connections stop carrying data but stay open; new connections work. */
-  freeze(): number {
+  /**
+   * Existing connections stop carrying data but stay open; new connections work, unless
+   * `newConnections` says otherwise: "silent" — accepted, and nothing flows (the TLS handshake
+   * hangs until the client's connect timeout); "unanswered" — the handshake completes and requests
+   * reach the server, but no answer comes back (an overloaded or partitioned server: each request
+   * hangs until its own timeout).
+   */
+  freeze(opts: { newConnections?: "silent" | "unanswered" } = {}): number {
     for (const pair of this.pairs) pair.frozen = true;
+    this.freezeNew = opts.newConnections ?? false;
     return this.pairs.size;
   }
 
-  /** Each connection carries at most this many bytes per second in each direction (undefined: no limit). */
-  limit(bytesPerSecond: number | undefined): void {
+  /** Limits all connections together to `bytesPerSecond` in each direction's sum (0 lifts the limit). */
+  throttle(bytesPerSecond: number): void {
     this.bytesPerSecond = bytesPerSecond;
   }
 
@@ -91,6 +111,7 @@ export class TcpProxy {
 
   unblock(): void {
     this.blocked = false;
+    this.freezeNew = false;
   }
 
   async stop(): Promise<void> {

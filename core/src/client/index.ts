@@ -1,6 +1,7 @@
 export { ApiError, isAlreadyExists, isConflict, isForbidden, isGone, isInvalid, isNotFound } from "./errors.ts";
 export {
   KubeClient,
+  type CallOptions,
   type DeleteOptions,
   type KubeClientOptions,
   type ListOptions,

@@ -73,6 +73,12 @@ const patchContentType: Record<PatchType, string> = {
   apply: "application/apply-patch+yaml",
 };
 
+/** Options of a single-object request. */
+export interface CallOptions {
+  /** Aborts the request (e.g. a Lease renewal bounded by the renew deadline). */
+  signal?: AbortSignal;
+}
+
 export interface DeleteOptions {
   propagationPolicy?: "Foreground" | "Background" | "Orphan";
   preconditions?: { uid?: string; resourceVersion?: string };
@@ -148,8 +154,8 @@ export class KubeClient {
     return (text ? JSON.parse(text) : {}) as T;
   }
 
-  async get<T extends KubeObject>(rt: ResourceType, namespace: string | undefined, name: string): Promise<T> {
-    return this.request<T>("GET", resourcePath(rt, namespace, name));
+  async get<T extends KubeObject>(rt: ResourceType, namespace: string | undefined, name: string, opts: CallOptions = {}): Promise<T> {
+    return this.request<T>("GET", resourcePath(rt, namespace, name), { signal: opts.signal });
   }
 
   /** One page of a list. */
@@ -202,8 +208,9 @@ export class KubeClient {
     }
   }
 
-  async create<T extends KubeObject>(rt: ResourceType, obj: T): Promise<T> {
+  async create<T extends KubeObject>(rt: ResourceType, obj: T, opts: CallOptions = {}): Promise<T> {
     return this.request<T>("POST", resourcePath(rt, obj.metadata.namespace), {
+      signal: opts.signal,
       body: { ...obj, apiVersion: rt.apiVersion, kind: rt.kind },
       query: { fieldManager: this.fieldManager },
     });
@@ -213,8 +220,8 @@ export class KubeClient {
    * PUT with the object's resourceVersion: the server refuses it with 409
    * Conflict if the object changed since it was read — never a blind overwrite.
    */
-  async update<T extends KubeObject>(rt: ResourceType, obj: T): Promise<T> {
-    return this.put(rt, obj);
+  async update<T extends KubeObject>(rt: ResourceType, obj: T, opts: CallOptions = {}): Promise<T> {
+    return this.put(rt, obj, undefined, opts.signal);
   }
 
   /** PUT to the status subresource (only `status` is taken from the body). */
@@ -222,9 +229,10 @@ export class KubeClient {
     return this.put(rt, obj, "status");
   }
 
-  private async put<T extends KubeObject>(rt: ResourceType, obj: T, subresource?: string): Promise<T> {
+  private async put<T extends KubeObject>(rt: ResourceType, obj: T, subresource?: string, signal?: AbortSignal): Promise<T> {
     if (!obj.metadata.resourceVersion) throw new Error(`update of ${rt.kind} ${obj.metadata.name ?? ""} without a resourceVersion`);
     return this.request<T>("PUT", resourcePath(rt, obj.metadata.namespace, obj.metadata.name, subresource), {
+      signal,
       body: { ...obj, apiVersion: rt.apiVersion, kind: rt.kind },
       query: { fieldManager: this.fieldManager },
     });

@@ -22,6 +22,8 @@ export interface ControllerDeps {
   cache: Cache;
   logger: Logger;
   metrics: Metrics;
+  /** Aborted when the manager stops leading; every reconcile's signal follows it. */
+  leadership?: AbortSignal;
 }
 
 export class Controller {
@@ -32,6 +34,8 @@ export class Controller {
   private readonly maxConcurrent: number;
   private readonly log: Logger;
   private readonly stopper = new AbortController();
+  /** Aborted when this controller stops or the manager loses leadership (the reason says which). */
+  private readonly signal: AbortSignal;
   private workers: Promise<void>[] = [];
   private unregisterSampler: (() => void) | undefined;
 
@@ -42,6 +46,7 @@ export class Controller {
     this.maxConcurrent = opts.maxConcurrentReconciles ?? 1;
     this.log = deps.logger.child({ controller: name });
     this.queue = new WorkQueue({ name, metrics: deps.metrics.queueMetrics(name) });
+    this.signal = deps.leadership ? AbortSignal.any([this.stopper.signal, deps.leadership]) : this.stopper.signal;
   }
 
   /** Enqueue keys derived from events of `rt` that pass every predicate. */
@@ -74,8 +79,8 @@ export class Controller {
   }
 
   /** Stops taking new keys, lets in-flight reconciles finish (bounded), then returns. */
-  async stop(drainTimeoutMs: number): Promise<void> {
-    this.stopper.abort();
+  async stop(drainTimeoutMs: number, reason?: Error): Promise<void> {
+    this.stopper.abort(reason);
     const drained = await this.queue.shutDownWithDrain(drainTimeoutMs);
     if (!drained) this.log.warn("reconciles still running at shutdown deadline", { timeoutMs: drainTimeoutMs });
     else await Promise.all(this.workers);
@@ -93,7 +98,7 @@ export class Controller {
       const started = performance.now();
       m.activeWorkers(1);
       try {
-        const result = await this.reconciler.reconcile(req, { log, signal: this.stopper.signal, reconcileID });
+        const result = await this.reconciler.reconcile(req, { log, signal: this.signal, reconcileID });
         const seconds = (performance.now() - started) / 1000;
         if (result && result.requeueAfter !== undefined && result.requeueAfter > 0) {
           this.queue.forget(key);

@@ -15,7 +15,10 @@ export interface Result {
 export interface ReconcileContext {
   /** A logger with controller, namespace, name and reconcileID on every line. */
   log: Logger;
-  /** Aborted when the manager shuts down; long operations should honour it. */
+  /**
+   * Aborted when the manager shuts down or loses leadership (reason: LeadershipLostError); long
+   * operations must take it and stop at once.
+   */
   signal: AbortSignal;
   reconcileID: string;
 }

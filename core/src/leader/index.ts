@@ -1,1 +1,2 @@
-export { LeaderElector, type LeaderElectionOptions } from "./lease.ts";
+export { LeaderElector, LeadershipLostError, systemElectionClock, type ElectionClock, type LeaderElectionOptions } from "./lease.ts";
+export type { Leadership } from "./leadership.ts";

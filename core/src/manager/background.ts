@@ -2,7 +2,9 @@
 // inside it (a backup takes minutes; a worker blocked that long would starve
 // every other object of the controller). Tasks get an AbortSignal that fires
 // when the manager shuts down; the manager waits for them, bounded by its
-// graceful-shutdown time, so a task can record why it stopped.
+// graceful-shutdown time, so a task can record why it stopped. When this
+// manager loses leadership the signal aborts at once with a
+// LeadershipLostError: the task stops and leaves recording to the new leader.
 export interface BackgroundTask {
   name: string;
   startedAt: Date;
@@ -62,9 +64,8 @@ export class BackgroundTasks {
   }
 
   /**
-   * Aborts every task and waits for them, at most `timeoutMs`. Resolves true
-   * when all finished. `reason` becomes the tasks' `signal.reason`, so a task
-   * can record why it stopped.
+   * Aborts every task (with `reason`, e.g. a LeadershipLostError, as the signal's reason) and waits
+   * for them, at most `timeoutMs`. Resolves true when all finished.
    */
   async stop(timeoutMs: number, reason?: Error): Promise<boolean> {
     this.stopper.abort(reason);

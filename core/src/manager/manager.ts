@@ -12,7 +12,7 @@ import type { Controller} from "../controller/index.ts";
 import { ControllerBuilder } from "../controller/index.ts";
 import { EventRecorder } from "../events/index.ts";
 import { MetricsServer, ProbeServer, type BoundAddress } from "../health/index.ts";
-import { LeaderElector } from "../leader/index.ts";
+import { LeaderElector, LeadershipLostError, type Leadership } from "../leader/index.ts";
 import { createLogger, type Logger } from "../log/index.ts";
 import { Metrics } from "../metrics/index.ts";
 import { BackgroundTasks } from "./background.ts";
@@ -79,6 +79,9 @@ export class Manager {
   readonly requests: RequestCounts = { total: 0, writes: 0, byVerb: {} };
   readonly settings: ManagerSettings;
   readonly background = new BackgroundTasks();
+  /** Observed by every reconcile and background task: aborted at once when this manager stops leading. */
+  readonly leadership: Leadership;
+  private readonly leadershipStopper = new AbortController();
   /** This process's identity: the leader-election identity, also bound as Tokens.Identity. */
   readonly identity: string;
   private readonly opts: ManagerOptions;
@@ -131,6 +134,10 @@ export class Manager {
       this.rejectDone = reject;
     });
     this.done.catch(() => undefined);
+    this.leadership = {
+      signal: this.leadershipStopper.signal,
+      previousLeaderFenceMs: () => this.elector?.previousLeaderFenceMs() ?? 0,
+    };
     const c = this.container;
     c.bind(Tokens.KubeClient).toConstantValue(this.client);
     c.bind(Tokens.Cache).toConstantValue(this.cache);
@@ -140,6 +147,7 @@ export class Manager {
     c.bind(Tokens.ManagerSettings).toConstantValue(this.settings);
     c.bind(Tokens.BackgroundTasks).toConstantValue(this.background);
     c.bind(Tokens.Identity).toConstantValue(this.identity);
+    c.bind(Tokens.Leadership).toConstantValue(this.leadership);
     c.bind(Tokens.EventRecorderFactory).toConstantValue(
       (controller: string) =>
         new EventRecorder(this.client, {
@@ -173,7 +181,7 @@ export class Manager {
     const kinds = uniqueKinds(this.modules.flatMap((m) => m.kinds));
     await ensureCrds(this.client, kinds, this.opts.crds ?? "install");
 
-    const deps = { cache: this.cache, logger: this.logger, metrics: this.metrics };
+    const deps = { cache: this.cache, logger: this.logger, metrics: this.metrics, leadership: this.leadership.signal };
     const setups = this.container.isBound(Tokens.ControllerSetup) ? this.container.getAll<ControllerSetup>(Tokens.ControllerSetup) : [];
     for (const setup of setups) setup.setup(new ControllerBuilder(deps, (c) => this.controllers.push(c), this.targetSelector));
 
@@ -212,10 +220,14 @@ export class Manager {
         this.startControllers();
       },
       onStoppedLeading: () => {
+        // Another manager may take over once the Lease expires: every reconcile and background task
+        // is aborted now, before anything else, and the manager stops. `done` then rejects and
+        // `stateward run` exits non-zero (as controller-runtime's "leader election lost"), so the
+        // Deployment restarts a clean process that campaigns again — nothing half-stopped lingers.
         log.error("lost leadership; stopping", { lease: `${le.namespace}/${name}`, identity });
         this.metrics.leader(name, false);
         this.lostLeadership = true;
-        void this.stop();
+        void this.stop(new LeadershipLostError());
       },
       onError: (err) => log.warn("leader election attempt failed", { err }),
     });
@@ -248,14 +260,18 @@ export class Manager {
   }
 
   /**
-   * Graceful stop: release leadership, drain in-flight reconciles (bounded),
-   * stop informers and servers. `reason` is passed to the background tasks
-   * (their signal's reason), so an operation records why it stopped.
+   * Graceful stop: abort and drain in-flight reconciles and background tasks (bounded), release
+   * leadership, stop informers and servers. `reason` becomes the abort reason work sees, so an
+   * operation records why it stopped.
    */
   stop(reason?: Error): Promise<void> {
     this.stopping ??= (async () => {
       const grace = this.opts.gracefulShutdownMs ?? 30_000;
-      await Promise.all([...this.controllers.map((c) => c.stop(grace)), this.background.stop(grace, reason)]);
+      // A stop without a reason is the ordinary one (SIGTERM): `done` resolves. With a reason
+      // (lost leadership, the crash policy) `done` rejects with it.
+      const abortReason = reason ?? new Error("the manager is shutting down");
+      this.leadershipStopper.abort(abortReason);
+      await Promise.all([...this.controllers.map((c) => c.stop(grace, abortReason)), this.background.stop(grace, abortReason)]);
       await this.elector?.stop();
       await this.cache.stop();
       await Promise.all([this.probes.stop(), this.metricsServer.stop()]);

@@ -21,6 +21,8 @@ export const Tokens = {
   BackgroundTasks: Symbol.for("stateward.core.BackgroundTasks"),
   /** Identity: this manager instance's name (`<hostname>_<random>`), e.g. to recognise work a previous process left Running. */
   Identity: Symbol.for("stateward.core.Identity"),
+  /** Leadership: a signal aborted when this manager stops leading, and the fence before taking over work a previous leader left Running. */
+  Leadership: Symbol.for("stateward.core.Leadership"),
   /** ControllerSetup (multi-bound): one per controller an operator runs. */
   ControllerSetup: Symbol.for("stateward.core.ControllerSetup"),
 } as const;

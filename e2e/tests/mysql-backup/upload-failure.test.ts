@@ -83,7 +83,7 @@ beforeAll(async () => {
   proxy = new TcpProxy({ host: target.hostname, port: Number(target.port) });
   await proxy.start();
   // Slow enough that finishing an object's upload takes seconds, and overlaps filling the next.
-  proxy.limit(2 * 1024 * 1024);
+  proxy.throttle(2 * 1024 * 1024);
 
   ns = await freshNamespace(client, "bkfault");
   await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);

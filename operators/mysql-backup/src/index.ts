@@ -5,6 +5,7 @@ export * from "./restore/index.ts";
 export * from "./storage/index.ts";
 // The operator: kinds and controllers.
 export { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind, type MySQLBackup, type MySQLBackupSchedule, type MySQLRestore } from "./api.ts";
+export { BACKUP_FINALIZER } from "./controllers/backup-reconciler.ts";
 export { SCHEDULE_LABEL, backupNameFor, backupsToPrune } from "./controllers/schedule-reconciler.ts";
 export { createMySQLBackupOperator, mysqlBackupOperator, type MySQLBackupOperatorOptions } from "./module.ts";
 export { dueTimesBetween, nextDueTime, ScheduleError, validateSchedule } from "./schedule/due-times.ts";

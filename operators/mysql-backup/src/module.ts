@@ -9,6 +9,7 @@ import {
   type ControllerSetup,
   type EventRecorder,
   type KubeClient,
+  type Leadership,
   type ManagerSettings,
   type OperatorModule,
 } from "@stateward/core";
@@ -52,14 +53,15 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
         client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, tasks: BackgroundTasks, slots: OperationSlots,
         connector: MySQLConnector, secrets: SecretReader, identity: string, settings: ManagerSettings,
       ) => ControllerSetup;
-      const backup: Factory = (client, cache, events, tasks, slots, connector, secrets, identity, settings) => ({
+      // The backup controller also takes the manager's Leadership (restores do not delete what another manager wrote).
+      const backup = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity, settings]: Parameters<Factory>): ControllerSetup => ({
         setup: (builder) => {
           registerInstanceInformer(cache, settings);
           builder
             .named("mysqlbackup")
             .for(MySQLBackupKind.resource)
             .withOptions({ maxConcurrentReconciles: 2 })
-            .complete(new BackupReconciler({ client, cache, events: events("mysqlbackup"), tasks, slots, connector, secrets, identity }));
+            .complete(new BackupReconciler({ client, cache, events: events("mysqlbackup"), tasks, slots, connector, secrets, identity, leadership }));
         },
       });
       const restore: Factory = (client, cache, events, tasks, slots, connector, secrets, identity, settings) => ({
@@ -72,7 +74,7 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
             .complete(new RestoreReconciler({ client, cache, events: events("mysqlrestore"), tasks, slots, connector, secrets, identity }));
         },
       });
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, deps);
+      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, [Tokens.Leadership, ...deps]);
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(restore, deps);
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
         (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, clock: Clock, tasks: BackgroundTasks) => ({

@@ -8,13 +8,20 @@
 // A backup found Running without a task in this process was interrupted (the
 // manager restarted or crashed): its partial upload is removed and it is
 // marked Failed, never left Running forever and never reported Completed.
+// Started by another manager (status.startedBy), it may still be uploading —
+// a leader that lost its Lease a moment ago — so this waits out the
+// leadership fence first: nothing is deleted while it is still being written.
+// A manager that loses leadership aborts its backups and writes nothing more:
+// the new leader owns the object from then on.
 import {
+  LeadershipLostError,
   addFinalizer,
   isBeingDeleted,
   removeFinalizer,
   type ReconcileContext,
   type Reconciler,
   type Request,
+  type Leadership,
   type Result,
 } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
@@ -30,7 +37,10 @@ import { backupFolder, resolveS3 } from "./s3-settings.ts";
 export const BACKUP_FINALIZER = "stateward.io/delete-stored-backup";
 const RT = MySQLBackupKind.resource;
 
-export type BackupReconcilerDeps = OperationDeps;
+export interface BackupReconcilerDeps extends OperationDeps {
+  /** Aborts the backups of a manager that lost leadership; fences taking over another manager's run. */
+  leadership: Leadership;
+}
 
 /** Deletion failures that retrying will not fix: the finalizer is released with a Warning instead. */
 const permanentDeleteFailures = new Set(["SecretNotFound", "SecretKeyMissing", "StorageAccessDenied", "BucketNotFound"]);
@@ -60,6 +70,13 @@ export class BackupReconciler implements Reconciler {
     if (phase === "Completed" || phase === "Failed") return undefined;
     if (phase === "Running") {
       if (this.d.tasks.isRunning(key)) return undefined;
+      const fenceMs = backup.status?.startedBy === this.d.identity ? 0 : this.d.leadership.previousLeaderFenceMs();
+      if (fenceMs > 0) {
+        ctx.log.info("backup left Running by another manager; waiting until that manager has certainly stopped", {
+          startedBy: backup.status?.startedBy, waitMs: fenceMs,
+        });
+        return { requeueAfter: fenceMs };
+      }
       await this.markInterrupted(backup, ctx);
       return undefined;
     }
@@ -113,6 +130,11 @@ export class BackupReconciler implements Reconciler {
           await this.d.events.record(current, "Normal", "Completed", `Backup completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`);
           for (const warning of result.warnings) await this.d.events.record(current, "Warning", "BackupWarning", warning);
         } catch (err) {
+          if (signal.reason instanceof LeadershipLostError) {
+            // Not the leader any more: the new leader marks the run Interrupted once this manager has certainly stopped.
+            ctx.log.warn("backup stopped: this manager lost leadership", { backup: `${ns}/${req.name}` });
+            return;
+          }
           const f = describeFailure(err, signal.aborted ? stopReason(signal, "the manager is shutting down or the backup was deleted") : undefined);
           await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Failed", completionTime: now() }, {
             status: "False", reason: f.reason, message: `Backup failed: ${f.message}. Nothing was reported complete; create a new MySQLBackup to retry.`,
@@ -188,6 +210,7 @@ export class BackupReconciler implements Reconciler {
     const ns = backup.metadata.namespace ?? "";
     const name = backup.metadata.name ?? "";
     let cleaned: string;
+    ctx.log.info("removing the partial upload of an interrupted backup", { startedBy: backup.status?.startedBy });
     try {
       const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
       const prefix = backupFolder(backup.spec.storage.s3.prefix, ns, name);

@@ -195,7 +195,14 @@ export async function runBackup(options: BackupOptions): Promise<BackupResult> {
   const stopAll = (): void => {
     for (const s of sessions) s.destroy();
   };
-  signal?.addEventListener("abort", stopAll, { once: true });
+  // An abort also cuts the S3 requests in flight: lib-storage does not pass an abort on to a PUT
+  // already sent, which would complete after the backup was told to stop (a manager that lost
+  // leadership would still be writing). The client opens new connections for the cleanup.
+  const onAbort = (): void => {
+    stopAll();
+    store.bucket.client.destroy();
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
 
   const progress: BackupProgress = { phase: "snapshot", tablesTotal: 0, tablesDone: 0, rows: 0, bytes: 0, storedBytes: 0 };
   let lastReport = 0;
@@ -411,7 +418,7 @@ export async function runBackup(options: BackupOptions): Promise<BackupResult> {
     await discard(store, uploads, running, failure, log);
     throw failure;
   } finally {
-    signal?.removeEventListener("abort", stopAll);
+    signal?.removeEventListener("abort", onAbort);
     store.destroy();
   }
 }

@@ -1,0 +1,177 @@
+// `stateward release-finalizers`: for when the manager is gone for good (the
+// chart uninstalled first, the Deployment scaled to zero) and objects with a
+// Stateward finalizer hold their namespace in Terminating forever — only the
+// manager removes its finalizers, after its cleanup. This command lists every
+// Stateward object carrying one, says what that finalizer would have cleaned
+// up (an account on a MySQL server, a backup folder in S3), and with --yes
+// removes the finalizers without cleaning anything: what they would have
+// removed is left behind, and the listing says where.
+import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
+import { KubeClient, isNotFound, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
+import { FINALIZER as DROP_ACCOUNT_FINALIZER } from "@stateward/operator-database-user";
+import { BACKUP_FINALIZER } from "@stateward/operator-mysql-backup";
+import { UsageError, availableOperators } from "./operators.ts";
+
+/** Every finalizer Stateward writes is in this domain. */
+export const FINALIZER_PREFIX = "stateward.io/";
+
+export const releaseUsage = `Usage:
+  stateward release-finalizers (--namespace NS | --all-namespaces) [--yes] [--kubeconfig PATH]
+
+Lists every Stateward object with a Stateward finalizer and what that finalizer
+would have cleaned up. Only for when the manager is gone: with the manager
+running, delete objects normally and let it clean up.
+
+  --namespace NS       objects in this namespace
+  --all-namespaces     objects in every namespace
+  --dry-run            only list (the default)
+  --yes, --confirm     remove the finalizers; what they would have cleaned up is left behind
+  --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
+
+Exit status: 0 done (or nothing found), 1 an API request failed (see the
+message; objects not listed as released keep their finalizers), 2 usage error.
+`;
+
+type Described = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+
+export interface Cleanup {
+  /** What the finalizer does before it is removed, e.g. "drop the MySQL account 'app'@'%' on MySQLInstance shop/db". */
+  action: string;
+  /** What stays behind when the finalizer is removed without it; undefined when nothing does. */
+  leftBehind?: string;
+}
+
+/** What `finalizer` on `obj` (of `kind`) would have cleaned up, in words a user can act on. */
+export function describeCleanup(kind: string, obj: Described, finalizer: string): Cleanup {
+  const spec = obj.spec ?? {};
+  const ns = obj.metadata.namespace ?? "";
+  if (kind === "DatabaseUser" && finalizer === DROP_ACCOUNT_FINALIZER) {
+    if (spec.deletionPolicy === "Retain") return { action: "do nothing (deletionPolicy Retain keeps the MySQL account)" };
+    const user = typeof spec.user === "string" ? spec.user : (obj.metadata.name ?? "");
+    const host = typeof spec.host === "string" ? spec.host : "%";
+    const instance = (spec.instanceRef as { name?: string } | undefined)?.name ?? "?";
+    const account = `the MySQL account '${user}'@'${host}' on MySQLInstance ${ns}/${instance}`;
+    return { action: `drop ${account}`, leftBehind: account };
+  }
+  if (kind === "MySQLBackup" && finalizer === BACKUP_FINALIZER) {
+    if ((spec.deletionPolicy ?? "Retain") !== "Delete") return { action: "do nothing (deletionPolicy Retain keeps the stored backup)" };
+    const location = obj.status?.location;
+    if (typeof location !== "string" || location === "") return { action: "do nothing (no backup was stored)" };
+    const folder = `the backup folder ${location}`;
+    return { action: `delete ${folder} (its objects and any incomplete multipart upload)`, leftBehind: folder };
+  }
+  return { action: `do what ${finalizer} does (not known to this version of stateward)`, leftBehind: `whatever ${finalizer} would have cleaned up` };
+}
+
+export interface Finding {
+  kind: string;
+  namespace: string | undefined;
+  name: string;
+  beingDeleted: boolean;
+  finalizers: ({ name: string } & Cleanup)[];
+}
+
+/** The Stateward finalizers of one object and what each would have done; none → undefined. */
+export function findingOf(kind: string, obj: Described): Finding | undefined {
+  const finalizers = (obj.metadata.finalizers ?? []).filter((f) => f.startsWith(FINALIZER_PREFIX));
+  if (finalizers.length === 0) return undefined;
+  return {
+    kind,
+    namespace: obj.metadata.namespace,
+    name: obj.metadata.name ?? "",
+    beingDeleted: obj.metadata.deletionTimestamp !== undefined,
+    finalizers: finalizers.map((f) => ({ name: f, ...describeCleanup(kind, obj, f) })),
+  };
+}
+
+async function listAll(client: KubeClient, kind: CustomKind, namespace: string | undefined): Promise<Described[]> {
+  const out: Described[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await client.list<Described>(resourceOf(kind), { namespace, limit: 500, continue: cont });
+    out.push(...page.items);
+    cont = page.metadata?.continue || undefined;
+  } while (cont);
+  return out;
+}
+
+export async function releaseFinalizers(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      namespace: { type: "string", short: "n" },
+      "all-namespaces": { type: "boolean", short: "A", default: false },
+      "dry-run": { type: "boolean", default: false },
+      yes: { type: "boolean", short: "y", default: false },
+      confirm: { type: "boolean", default: false },
+      kubeconfig: { type: "string" },
+    },
+    strict: true,
+  });
+  const all = values["all-namespaces"];
+  if (!values.namespace === !all) throw new UsageError("give either --namespace NS or --all-namespaces");
+  const apply = values.yes || values.confirm;
+  if (apply && values["dry-run"]) throw new UsageError("--dry-run and --yes contradict each other");
+
+  const kubeConfig = new KubeConfig();
+  if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
+  else kubeConfig.loadFromDefault();
+  const client = new KubeClient({ kubeConfig, fieldManager: "stateward-release-finalizers" });
+
+  const kinds = uniqueKinds(availableOperators.flatMap((m) => m.kinds));
+  const findings: { finding: Finding; obj: Described; kind: CustomKind }[] = [];
+  for (const kind of kinds) {
+    if (kind.scope === "Cluster" && !all) continue;
+    let objects: Described[];
+    try {
+      objects = await listAll(client, kind, kind.scope === "Namespaced" && !all ? values.namespace : undefined);
+    } catch (err) {
+      if (isNotFound(err)) continue; // That CRD is not installed: nothing of this kind exists.
+      throw err;
+    }
+    for (const obj of objects) {
+      const finding = findingOf(kind.kind, obj);
+      if (finding) findings.push({ finding, obj, kind });
+    }
+  }
+
+  const where = all ? "any namespace" : `namespace ${values.namespace ?? ""}`;
+  if (findings.length === 0) {
+    out(`No Stateward object with a Stateward finalizer in ${where}.\n`);
+    return 0;
+  }
+  out(`${findings.length} Stateward object(s) with Stateward finalizers in ${where}:\n`);
+  for (const { finding: f } of findings) {
+    const id = f.namespace ? `${f.namespace}/${f.name}` : f.name;
+    out(`\n${f.kind} ${id}${f.beingDeleted ? " (being deleted)" : " (not being deleted)"}\n`);
+    for (const fin of f.finalizers) {
+      out(`  finalizer ${fin.name} would ${fin.action}\n`);
+      if (fin.leftBehind) out(`    released without the manager, it leaves behind ${fin.leftBehind}\n`);
+    }
+  }
+  if (!apply) {
+    out(`\nDry run: nothing changed. With --yes these finalizers are removed WITHOUT their cleanup:\n` +
+      `what is listed as left behind stays, for you to remove by hand.\n`);
+    return 0;
+  }
+  out("\n");
+  let failed = 0;
+  for (const { finding: f, obj, kind } of findings) {
+    const id = f.namespace ? `${f.namespace}/${f.name}` : f.name;
+    try {
+      let current = obj;
+      for (const fin of f.finalizers) current = await removeFinalizer(client, resourceOf(kind), current, fin.name);
+      const left = f.finalizers.flatMap((x) => (x.leftBehind ? [x.leftBehind] : []));
+      out(`released ${f.kind} ${id}${left.length ? `; left behind: ${left.join("; ")}` : ""}\n`);
+    } catch (err) {
+      if (isNotFound(err)) {
+        out(`${f.kind} ${id} is already gone\n`);
+        continue;
+      }
+      failed++;
+      process.stderr.write(`stateward: could not release ${f.kind} ${id}: ${err instanceof Error ? err.message : String(err)}\n`);
+    }
+  }
+  return failed > 0 ? 1 : 0;
+}

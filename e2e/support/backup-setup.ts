@@ -1,0 +1,19 @@
+// What a backup needs in a test namespace: a MySQLInstance "db" for the
+// environment's MariaDB (with its admin Secret) and an S3 credentials Secret
+// "s3-creds" for the environment's bucket.
+import { builtin, type KubeClient, type KubeObject } from "@stateward/core";
+import { MySQLInstanceKind } from "@stateward/mysql";
+import type { EnvironmentInfo } from "../harness/index.ts";
+
+export async function createBackupPrerequisites(client: KubeClient, ns: string, env: EnvironmentInfo): Promise<void> {
+  const root = env.mysql;
+  await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
+  await client.create(builtin.secret, {
+    metadata: { name: "s3-creds", namespace: ns },
+    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
+  } as KubeObject);
+  await client.create(MySQLInstanceKind.resource, {
+    apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
+    spec: { host: root.host, port: root.port, adminSecretRef: { name: "mysql-admin" } },
+  } as KubeObject);
+}
