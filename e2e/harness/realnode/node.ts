@@ -543,7 +543,8 @@ export async function stopRealNode(dir: string, kubeconfig?: string): Promise<st
   }
   for (const pid of pidsInNodeCgroups()) await stopPid(pid, 5_000);
   for (const pid of shimPids(socket)) await stopPid(pid, 5_000);
-  await unmountUnder([dir, ...(snapshot?.absentPaths.includes("/run/containerd") ? ["/run/containerd"] : [])]);
+  // Our folder, and the machine folders that did not exist before the node (never rm -rf through a mount).
+  await unmountUnder([dir, ...(snapshot?.absentPaths ?? [])]);
   for (const h of cgroupHierarchies()) removeCgroupTree(join(h, CGROUP_ROOT));
   if (snapshot) await restoreHost(snapshot, { bridge: BRIDGE });
   if (api) {
