@@ -10,7 +10,9 @@
 // - a DatabaseUser logs in to the cluster's primary;
 // - an image change rolls real containers (a second image, not just a new
 //   tag name) while a writer through the primary Service loses no
-//   acknowledged write.
+//   acknowledged write;
+// - a MySQLBackup of the cluster and a MySQLRestore of it;
+// - a scale-out with the primary's binary logs purged seeds the new pod.
 // The operator runs on this machine and reaches the pods at their IP over the
 // node's bridge (support/pod-addresses.ts): there is no kube-proxy and no
 // route into the Service range (the machines' network rule).
@@ -22,6 +24,7 @@ import { promisify } from "node:util";
 import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, findCondition, type KubeObject } from "@stateward/core";
 import { DatabaseUserKind, databaseUserOperator } from "@stateward/operator-database-user";
+import { MySQLBackupKind, MySQLRestoreKind, createMySQLBackupOperator } from "@stateward/operator-mysql-backup";
 import { MEMBER_READY_CONDITION, MySQLClusterKind, ROLE_LABEL, clusterNames, createMySQLClusterOperator, podHost, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { NODE_NAME, namespaceAnnotations, releaseRealNode, tools, useRealNode, type RealNodeInfo } from "../../harness/index.ts";
@@ -133,6 +136,7 @@ describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
     manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000 }).load(
       createMySQLClusterOperator({ addresses }),
       databaseUserOperator,
+      createMySQLBackupOperator(),
     );
     await manager.start();
     await client.create(MYC, {
@@ -152,8 +156,14 @@ describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
   it("runs 3 servers on the real node, Ready through the readiness gate the operator sets", async () => {
     const c = await running(3);
     expect(c.status?.currentPrimary).toBe(`${name}-0`);
-    const pods = await client.list<Pod>(builtin.pod, { namespace: ns, labelSelector: `app.kubernetes.io/instance=${name}` });
-    expect(pods.items).toHaveLength(3);
+    // The operator sets the gate; the kubelet then turns the pod Ready (on its next sync).
+    const gate = (p: Pod, type: string) => p.status?.conditions?.find((x) => x.type === type)?.status;
+    const pods = await waitFor("every pod Ready with its gate set", async () => {
+      const list = await client.list<Pod>(builtin.pod, { namespace: ns, labelSelector: `app.kubernetes.io/instance=${name}` });
+      const states = list.items.map((p) => `${p.metadata.name}: gate ${gate(p, MEMBER_READY_CONDITION)}, Ready ${gate(p, "Ready")}`);
+      if (list.items.length === 3 && list.items.every((p) => gate(p, MEMBER_READY_CONDITION) === "True" && gate(p, "Ready") === "True")) return list;
+      throw new Error(states.join("; "));
+    }, 60_000, 500);
     for (const pod of pods.items) {
       expect(pod.spec.nodeName).toBe(NODE_NAME);
       expect(pod.status?.podIP).toMatch(/^10\.200\.0\./);
@@ -166,11 +176,12 @@ describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
       expect(setters.length).toBeGreaterThan(0);
       expect(setters.some((m) => /kwok/i.test(m ?? ""))).toBe(false);
     }
-    // Each server's data is on a node-local volume of the default StorageClass, owned by uid 999's group.
+    // Each server's data is on a node-local volume of the default StorageClass, given to the
+    // pods' fsGroup 999 by the kubelet (group-writable, setgid) — a hostPath volume would stay root's.
     const claims = await client.list<KubeObject & { spec: { storageClassName?: string }; status?: { phase?: string } }>(builtin.persistentVolumeClaim, { namespace: ns });
     expect(claims.items.map((x) => [x.spec.storageClassName, x.status?.phase])).toEqual(Array(3).fill([node.storageClass, "Bound"]));
     const datadir = (await kubectl("-n", ns, "exec", `${name}-1`, "-c", "mysql", "--", "stat", "-c", "%u:%g %A", "/var/lib/mysql")).stdout.trim();
-    expect(datadir).toMatch(/^999:999 d/);
+    expect(datadir).toMatch(/^\d+:999 drwxrws/);
     // kubectl logs of the real container: the image's entrypoint initialized the server.
     expect((await kubectl("-n", ns, "logs", `${name}-0`, "-c", "mysql")).stdout).toMatch(/MariaDB init process done|ready for connections/);
   }, 400_000);
@@ -265,4 +276,66 @@ describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
     const window = writer.failures.length ? Math.max(...writer.failures) - Math.min(...writer.failures) : 0;
     console.log(`real-node rollout of 3 servers in ${seconds} s: ${writer.acknowledged.length} writes acknowledged, ${writer.failures.length} refused, write unavailability ${window} ms`);
   }, 700_000);
+
+  it("backs the cluster up to S3 and restores it", async () => {
+    await running(3);
+    const count = async (pod: string) => (await query<{ n: number }>(pod, "SELECT (SELECT COUNT(*) FROM shop.orders) + (SELECT COUNT(*) FROM shop.writes) AS n"))[0]?.n;
+    const primary = (await client.get<MySQLCluster>(MYC, ns, name)).status?.currentPrimary ?? "";
+    const rows = await count(primary);
+    await client.create(builtin.secret, { metadata: { name: "s3", namespace: ns }, stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey } } as KubeObject);
+    await client.create(MySQLBackupKind.resource, {
+      apiVersion: MySQLBackupKind.apiVersion,
+      kind: MySQLBackupKind.kind,
+      metadata: { name: "nightly", namespace: ns },
+      spec: {
+        instanceRef: { name: names.instance },
+        databases: ["shop"],
+        storage: { s3: { bucket: env.s3.bucket, prefix: `realnode-${ns}`, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3" } } },
+      },
+    } as KubeObject);
+    const finished = (kind: typeof MySQLBackupKind.resource, obj: string) =>
+      waitFor(`${kind.kind} ${obj} finished`, async () => {
+        const o = await client.get<KubeObject & { status?: { phase?: string; conditions?: [] } }>(kind, ns, obj);
+        if (o.status?.phase === "Failed") throw new Error(`${obj} failed: ${findCondition(o.status.conditions, "Ready")?.message}`);
+        return o.status?.phase === "Completed" ? o : undefined;
+      }, 120_000, 500);
+    await finished(MySQLBackupKind.resource, "nightly");
+    await query(primary, "DROP DATABASE shop");
+    await waitFor("the drop replicated", async () => ((await query(`${name}-1`, "SHOW DATABASES LIKE 'shop'")).length === 0 ? true : undefined), 30_000, 500);
+    await client.create(MySQLRestoreKind.resource, {
+      apiVersion: MySQLRestoreKind.apiVersion,
+      kind: MySQLRestoreKind.kind,
+      metadata: { name: "back", namespace: ns },
+      spec: { instanceRef: { name: names.instance }, source: { backupRef: { name: "nightly" } } },
+    } as KubeObject);
+    await finished(MySQLRestoreKind.resource, "back");
+    expect(await count(primary)).toBe(rows);
+    // Restored on the primary, replicated to every replica.
+    for (const pod of [`${name}-0`, `${name}-1`, `${name}-2`]) {
+      await waitFor(`${pod} restored`, async () => ((await count(pod).catch(() => undefined)) === rows ? true : undefined), 60_000, 500);
+    }
+  }, 300_000);
+
+  it("scales out with the primary's binary logs purged: the new pod is seeded, then replicates", async () => {
+    await running(3);
+    const primary = (await client.get<MySQLCluster>(MYC, ns, name)).status?.currentPrimary ?? "";
+    await query(primary, "FLUSH BINARY LOGS");
+    // MariaDB keeps a log until its binlog checkpoint has moved on: purge until only the newest is left.
+    await waitFor("older binary logs purged", async () => {
+      const binlogs = await query<{ Log_name: string }>(primary, "SHOW BINARY LOGS");
+      if (binlogs.length === 1) return true;
+      await query(primary, "PURGE BINARY LOGS TO ?", [binlogs.at(-1)?.Log_name]);
+      return undefined;
+    }, 30_000, 500);
+    await client.patch(MYC, ns, name, { spec: { replicas: 4 } });
+    await running(4);
+    const pod = await client.get<Pod>(builtin.pod, ns, `${name}-3`);
+    expect(pod.spec.nodeName).toBe(NODE_NAME);
+    await query(primary, "INSERT INTO shop.orders VALUES (3, 'after the seed')");
+    await waitFor(`${name}-3 has the later write`, async () => ((await query(`${name}-3`, "SELECT id FROM shop.orders WHERE id = 3")).length === 1 ? true : undefined), 60_000, 500);
+    const checksum = async (p: string) => JSON.stringify(await query(p, "CHECKSUM TABLE shop.orders, shop.writes"));
+    expect(await checksum(`${name}-3`)).toBe(await checksum(primary));
+    const events = await client.list<KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns });
+    expect(events.items.some((e) => e.reason === "ReplicaSeeded" && (e.note ?? "").startsWith(`Seeded ${name}-3:`))).toBe(true);
+  }, 400_000);
 });
