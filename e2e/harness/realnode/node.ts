@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, StorageV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, StorageV1Api, setHeaderOptions } from "@kubernetes/client-node";
 import { writeKubeconfig } from "../kubeconfig.ts";
 import { clientCertificate, readPem, type ClusterPki } from "../pki.ts";
 import { freePort } from "../ports.ts";
@@ -508,6 +508,10 @@ export async function stopRealNode(dir: string, kubeconfig?: string): Promise<st
   const kubeletUp = recorded.some((p) => p.name === "kubelet" && stillOurs(p, dir));
   if (api && kubeletUp) {
     const core = kc.makeApiClient(CoreV1Api);
+    // Cordoned first: a StatefulSet's replacement pods then wait unscheduled instead of coming back here.
+    await core
+      .patchNode({ name: NODE_NAME, body: { spec: { unschedulable: true } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch))
+      .catch(() => undefined);
     const onNode = async () => (await core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${NODE_NAME}` })).items;
     for (const pod of await onNode().catch(() => [])) {
       await core.deleteNamespacedPod({ name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "", gracePeriodSeconds: 5 }).catch(() => undefined);
