@@ -13,5 +13,9 @@ if [[ ! -d /sys/fs/cgroup/memory && ! -f /sys/fs/cgroup/cgroup.controllers ]]; t
   echo "realnode: no cgroup file system; the environment runs with KWOK nodes only"; exit 0
 fi
 "$ROOT/hack/realnode-packages.sh"
+for c in containerd runc ctr iptables mmdebstrap; do
+  command -v "$c" >/dev/null || { echo "realnode: $c is missing (see above); the environment runs with KWOK nodes only"; exit 0; }
+done
 "$ROOT/hack/build-tools.sh" kubelet coredns
-node "$ROOT/hack/build-node-images.ts"
+# Node 24 (type stripping) for the image builder, also when run outside make.
+PATH="$("$ROOT/hack/ensure-node.sh"):$PATH" node "$ROOT/hack/build-node-images.ts"

@@ -5,7 +5,13 @@
 import { join } from "node:path";
 import { devDir, isRunning, readState, startEnvironment, stopAll } from "./environment.ts";
 import { EnvironmentError } from "./process.ts";
-import { realNodeSupport } from "./realnode/support.ts";
+import { realNodeSupport, type RealNodeSupport } from "./realnode/support.ts";
+
+function describeNoNode(support: RealNodeSupport | undefined): string {
+  // (An environment started before the real node existed has no realNodeSupport.)
+  if (!support) return "no real node";
+  return support.ok ? "real node not started" : `no real node: ${support.reason}`;
+}
 
 function describe(): string {
   const state = readState(devDir);
@@ -14,7 +20,7 @@ function describe(): string {
   return [
     node
       ? `Mode             REAL NODE: pods run as containers on ${node.name} (containerd + kubelet), next to the KWOK nodes`
-      : `Mode             STAND-INS: KWOK nodes only, no containers (${state.realNodeSupport.ok ? "real node not started" : `no real node: ${state.realNodeSupport.reason}`})`,
+      : `Mode             STAND-INS: KWOK nodes only, no containers (${describeNoNode(state.realNodeSupport)})`,
     ...(node
       ? [
           `Real node        pods on ${node.podSubnet} (reached from this machine at their IP), images ${Object.values(node.images).join(", ")}`,

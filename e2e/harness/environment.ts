@@ -29,7 +29,7 @@ export interface EnvironmentInfo {
   s3: S3Endpoint;
   /** Every process the harness started, in start order. */
   processes: { name: string; pid: number; logFile: string }[];
-  /** Whether this machine can run the real node, and why not. */
+  /** Whether this machine can run the real node, and why not (absent in a state.json older than the real node). */
   realNodeSupport: RealNodeSupport;
   /** The real node, when it runs (started with the environment, or by a suite with useRealNode). */
   realNode?: RealNodeInfo;
@@ -271,7 +271,8 @@ export async function startEnvironment(opts: {
 export async function useRealNode(info: EnvironmentInfo, opts: { detached?: boolean; log?: (line: string) => void } = {}): Promise<RealNodeInfo> {
   const state = readState(info.dir) ?? info;
   if (state.realNode && state.realNode.processes.every((p) => isOurs(p.pid, p.logFile, p.name))) return state.realNode;
-  if (!state.realNodeSupport.ok) throw new EnvironmentError(`no real node in this environment: ${state.realNodeSupport.reason}`);
+  const support = state.realNodeSupport ?? { ok: false, reason: "the environment was started without it" };
+  if (!support.ok) throw new EnvironmentError(`no real node in this environment: ${support.reason}`);
   const pki = await ensurePki(join(info.dir, "cluster", "pki"));
   // Attached to the environment's lifetime: detached like its other processes in dev mode,
   // and always detached from a test worker (workers come and go; the run's stop path stops it).
