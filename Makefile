@@ -39,6 +39,10 @@ deps: $(DEPS_STAMP) ## install npm dependencies (npm ci from the lockfile)
 tools: ## build the test environment's binaries once per machine (Kubernetes, etcd, KWOK, versitygw)
 	hack/build-tools.sh
 
+.PHONY: realnode
+realnode: $(DEPS_STAMP) ## the real node's parts where the machine allows it (root): Debian packages, kubelet, CoreDNS, node images
+	hack/realnode.sh
+
 .PHONY: lint
 lint: $(DEPS_STAMP) ## ESLint with typescript-eslint and Nx module boundaries
 	@# The module-boundary rule needs the Nx project graph; without it the rule is silently skipped.
@@ -57,7 +61,7 @@ unit: $(DEPS_STAMP) ## unit tests (pure logic, no servers)
 	vitest run --project unit $(VITEST_REPORT)
 
 .PHONY: integration
-integration: $(DEPS_STAMP) tools ## integration tests against a real control plane, MariaDB and S3
+integration: $(DEPS_STAMP) tools realnode ## integration tests against a real control plane, MariaDB, S3 and (where possible) a real node
 	vitest run --project integration $(VITEST_REPORT)
 
 .PHONY: crds
@@ -74,7 +78,7 @@ test: lint typecheck crds-check unit integration ## lint, type-check, CRD freshn
 	@node hack/test-summary.ts $(REPORTS)/unit.json $(REPORTS)/integration.json
 
 .PHONY: dev-up
-dev-up: $(DEPS_STAMP) tools ## start the local environment; writes .stateward/dev/{kubeconfig,env}
+dev-up: $(DEPS_STAMP) tools realnode ## start the local environment (a real node where possible); writes .stateward/dev/{kubeconfig,env}
 	node e2e/harness/dev.ts up
 
 .PHONY: dev-down

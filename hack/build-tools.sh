@@ -7,6 +7,7 @@
 #   versitygw (S3 server)                                             (e2e/tools/versitygw)
 #   helm (chart lint/template/install, make deploy)                    (e2e/tools/helm)
 #   kind (only `make e2e-kind`; not built by default)                   go install sigs.k8s.io/kind@$KIND_VERSION
+#   kubelet, coredns (only for the real node, `make realnode`)          (e2e/tools/kubernetes, e2e/tools/coredns)
 #
 # Each tool is pinned by the go.mod/go.sum of its wrapper module under
 # e2e/tools/. Binaries land in $STATEWARD_CACHE/bin/<tool>-<version>/, outside
@@ -128,6 +129,13 @@ for tool in "${want[@]}"; do
         chmod u+w "$stages"/*.yaml
         touch "$stages/.complete"
       fi ;;
+    kubelet)
+      # The real node's kubelet: same wrapper module, cache and ldflags as the control plane,
+      # its own output folder (so the control plane's is not rebuilt for it).
+      build kubelet "$KUBERNETES_VERSION" kubernetes "$(k8s_ldflags)" k8s.io/kubernetes/cmd/kubelet ;;
+    coredns)
+      # The go.mod pins CoreDNS; its dependencies are resolved into go.sum on the first build.
+      build coredns "$COREDNS_VERSION" coredns "" . ;;
     versitygw) build versitygw "$VERSITYGW_VERSION" versitygw "" github.com/versity/versitygw/cmd/versitygw ;;
     helm)
       build helm "$HELM_VERSION" helm "$(helm_ldflags)" helm.sh/helm/v3/cmd/helm

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # `make demo`, after `make dev-up`: installs the CRDs, runs the manager with
 # every operator in the background (e2e/demo/manager.ts: its pid in
-# .stateward/dev/manager.pid, its log in .stateward/dev/manager.log, and a
-# local mariadbd for each MySQLCluster pod, as KWOK runs no containers;
+# .stateward/dev/manager.pid, its log in .stateward/dev/manager.log;
 # `make dev-down` stops it all), applies examples/ into the namespace
 # stateward-demo, waits until everything is Ready, and shows what happened.
+# Two modes, as `make dev-up` started the environment:
+#   REAL NODE  the MySQLCluster's pods are real containers on the real node
+#              (the example's image is replaced by the node's local MariaDB image:
+#              nothing is pulled from a registry);
+#   STAND-INS  KWOK runs no containers, so the manager gives each MySQLCluster
+#              pod a local mariadbd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEV="${STATEWARD_DEV_DIR:-.stateward/dev}"
@@ -24,8 +29,22 @@ diagnose() {
 }
 trap 'diagnose' ERR
 
-# The local address of a cluster pod's server (see e2e/demo/manager.ts).
-pod_port() { node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).servers[process.argv[2]]; if (!s) process.exit(1); console.log(s.port)' "$DEV/pods/servers.json" "$1"; }
+# REAL NODE or STAND-INS: does the environment run the real node?
+REAL_NODE=$(node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(s.realNode ? s.realNode.images.mariadb : "")' "$DEV/state.json")
+if [[ -n "$REAL_NODE" ]]; then
+  step "Mode: REAL NODE — the MySQLCluster runs as real containers (image $REAL_NODE, no registry)"
+else
+  step "Mode: STAND-INS — KWOK runs no containers; each MySQLCluster pod gets a local mariadbd (no real node on this machine)"
+fi
+
+# Where a cluster pod's server answers: its IP on the real node, or its local stand-in (see e2e/demo/manager.ts).
+pod_addr() {
+  if [[ -n "$REAL_NODE" ]]; then
+    echo "-h $(kubectl -n "$NS" get pod "$1" -o jsonpath='{.status.podIP}') -P 3306"
+  else
+    echo "-h 127.0.0.1 -P $(node -e 'const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).servers[process.argv[2]]; if (!s) process.exit(1); console.log(s.port)' "$DEV/pods/servers.json" "$1")"
+  fi
+}
 
 step "Installing the CRDs"
 kubectl apply --server-side -f crds/ >/dev/null
@@ -35,7 +54,7 @@ step "Starting the manager (all operators, namespace $NS)"
 if [[ -f "$DEV/manager.pid" ]] && kill -0 "$(cat "$DEV/manager.pid")" 2>/dev/null; then
   echo "already running (pid $(cat "$DEV/manager.pid"))"
 else
-  node e2e/demo/manager.ts --kubeconfig "$KUBECONFIG" --namespace "$NS" --dir "$DEV/pods" >"$DEV/manager.log" 2>&1 &
+  node e2e/demo/manager.ts --kubeconfig "$KUBECONFIG" --namespace "$NS" --dir "$DEV/pods" ${REAL_NODE:+--real-node} >"$DEV/manager.log" 2>&1 &
   echo $! >"$DEV/manager.pid"
   echo "pid $(cat "$DEV/manager.pid"), log $DEV/manager.log"
 fi
@@ -59,7 +78,12 @@ for f in examples/database-user/*.yaml examples/mysql-backup/*.yaml; do
 done | kubectl -n "$NS" apply -f -
 
 step "Applying examples/mysql-cluster (a primary and two replicas) to namespace $NS"
-kubectl -n "$NS" apply -f examples/mysql-cluster/01-cluster.yaml -f examples/mysql-cluster/02-app-user.yaml
+if [[ -n "$REAL_NODE" ]]; then
+  sed -e "s|^  image: .*|  image: $REAL_NODE|" examples/mysql-cluster/01-cluster.yaml | kubectl -n "$NS" apply -f -
+else
+  kubectl -n "$NS" apply -f examples/mysql-cluster/01-cluster.yaml
+fi
+kubectl -n "$NS" apply -f examples/mysql-cluster/02-app-user.yaml
 
 step "Waiting until the database-user and mysql-backup examples are Ready"
 kubectl -n "$NS" wait --for=condition=Ready --timeout=180s mysqlinstance/demo-db databaseuser/shop
@@ -74,7 +98,8 @@ step "Writing orders on the primary ($PRIMARY), reading them on a replica"
 # The generated root password goes through the environment, never onto a command line or the screen.
 MYSQL_PWD=$(kubectl -n "$NS" get secret orders-db-root -o jsonpath='{.data.password}' | base64 -d)
 export MYSQL_PWD
-mariadb -h 127.0.0.1 -P "$(pod_port "$PRIMARY")" -u root <<'SQL'
+# shellcheck disable=SC2046
+mariadb $(pod_addr "$PRIMARY") -u root <<'SQL'
 CREATE DATABASE IF NOT EXISTS orders;
 CREATE TABLE IF NOT EXISTS orders.orders (id INT PRIMARY KEY, item VARCHAR(64), quantity INT);
 INSERT IGNORE INTO orders.orders VALUES (1, 'keyboard', 2), (2, 'monitor', 1), (3, 'cable', 5);
@@ -82,7 +107,8 @@ SQL
 REPLICA=orders-db-1
 [[ "$PRIMARY" == "$REPLICA" ]] && REPLICA=orders-db-0
 for _ in $(seq 1 30); do
-  ROWS=$(mariadb -h 127.0.0.1 -P "$(pod_port "$REPLICA")" -u root -N -e 'SELECT COUNT(*) FROM orders.orders' 2>/dev/null || echo 0)
+  # shellcheck disable=SC2046
+  ROWS=$(mariadb $(pod_addr "$REPLICA") -u root -N -e 'SELECT COUNT(*) FROM orders.orders' 2>/dev/null || echo 0)
   [[ "$ROWS" == 3 ]] && break
   sleep 1
 done
@@ -104,7 +130,26 @@ for b in shop-manual orders-db-manual; do
   node e2e/harness/list-objects.ts "$location"
 done
 
+if [[ -n "$REAL_NODE" ]]; then
+  step "The cluster's pods on the real node"
+  kubectl -n "$NS" get pods -o wide -l app.kubernetes.io/instance=orders-db
+fi
+
 step "Try it"
+if [[ -n "$REAL_NODE" ]]; then
+  cat <<EOT
+  . $DEV/env
+  kubectl -n $NS get pods -o wide                  # real containers on realnode-0
+  kubectl -n $NS logs orders-db-0 -c mysql
+  kubectl -n $NS exec -it orders-db-1 -c mysql -- bash
+  kubectl -n $NS get mysqlcluster orders-db -o yaml      # status.members: each server's role and replication
+  kubectl -n $NS scale mysqlcluster orders-db --replicas=4
+  kubectl -n $NS patch mysqlcluster orders-db --type=merge -p '{"spec":{"image":"localhost/mariadb:10.11-rev2"}}'   # a rolling image change
+  # Your own MySQLCluster, in any namespace, gets real pods too (image localhost/mariadb:10.11; nothing is pulled).
+  make dev-down                                    # stops the manager, the node (host put back) and the environment
+EOT
+  exit 0
+fi
 cat <<EOT
   . $DEV/env
   kubectl -n $NS describe databaseuser shop       # conditions and events

@@ -182,6 +182,9 @@ export class ControlPlane {
       "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       `--service-account-key-file=${this.pki.serviceAccountPub}`,
       `--service-account-signing-key-file=${this.pki.serviceAccountKey}`,
+      // How the apiserver proves itself to a kubelet (logs, exec, port-forward on the real node).
+      `--kubelet-client-certificate=${this.pki.kubeletClientCert}`,
+      `--kubelet-client-key=${this.pki.kubeletClientKey}`,
       "--v=1",
       ...this.extraApiserverArgs,
     ];
@@ -264,7 +267,9 @@ export class ControlPlane {
     const port = await freePort();
     const proc = this.spawn("kwok", tools.kwok(), [
       `--kubeconfig=${this.kubeconfigPath}`,
-      "--manage-all-nodes=true",
+      // Only the fake nodes (createNodes annotates them): a real node next to them keeps its
+      // own status and pods — KWOK would otherwise also mark every readiness gate True.
+      "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
       ...kwokStages().map((f) => `--config=${f}`),
       // Nodes renew a Lease like a kubelet, so the node lifecycle controller keeps them Ready.
       "--node-lease-duration-seconds=40",

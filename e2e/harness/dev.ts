@@ -5,11 +5,28 @@
 import { join } from "node:path";
 import { devDir, isRunning, readState, startEnvironment, stopAll } from "./environment.ts";
 import { EnvironmentError } from "./process.ts";
+import { realNodeSupport, type RealNodeSupport } from "./realnode/support.ts";
+
+function describeNoNode(support: RealNodeSupport | undefined): string {
+  // (An environment started before the real node existed has no realNodeSupport.)
+  if (!support) return "no real node";
+  return support.ok ? "real node not started" : `no real node: ${support.reason}`;
+}
 
 function describe(): string {
   const state = readState(devDir);
   if (!state) return "not running";
+  const node = state.realNode;
   return [
+    node
+      ? `Mode             REAL NODE: pods run as containers on ${node.name} (containerd + kubelet), next to the KWOK nodes`
+      : `Mode             STAND-INS: KWOK nodes only, no containers (${describeNoNode(state.realNodeSupport)})`,
+    ...(node
+      ? [
+          `Real node        pods on ${node.podSubnet} (reached from this machine at their IP), images ${Object.values(node.images).join(", ")}`,
+          `                 default StorageClass ${node.storageClass}; cluster DNS ${node.clusterDns ? `CoreDNS on ${node.bridgeAddress}` : "none (CoreDNS not built)"}; logs ${node.dir}/logs`,
+        ]
+      : []),
     `Kubernetes API   ${state.server}`,
     `kubeconfig       ${state.kubeconfig}`,
     `MariaDB          ${state.mysql.host}:${state.mysql.port} (user ${state.mysql.user}${state.mysql.pid ? `, started by the harness` : ", the machine's server"})`,
@@ -30,9 +47,22 @@ async function main(command: string | undefined): Promise<void> {
         return;
       }
       const started = Date.now();
-      console.log("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, MariaDB and S3 ...");
+      // The real node where the machine can run it (root, cgroups, packages, built parts);
+      // STATEWARD_REAL_NODE=0 keeps the stand-ins (KWOK nodes only).
+      const support = realNodeSupport();
+      console.log(
+        support.ok
+          ? "Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, MariaDB, S3 and a REAL NODE (containerd + kubelet) ..."
+          : `Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, MariaDB and S3 (stand-ins: no real node, ${support.reason}) ...`,
+      );
       // STATEWARD_OWN_MARIADB=1: a mariadbd of its own, leaving the machine's server on 3306 alone.
-      await startEnvironment({ dir: devDir, detached: true, ownMariaDB: process.env.STATEWARD_OWN_MARIADB === "1" });
+      await startEnvironment({
+        dir: devDir,
+        detached: true,
+        ownMariaDB: process.env.STATEWARD_OWN_MARIADB === "1",
+        realNode: support.ok ? "start" : "off",
+        log: (line) => console.log(`  ${line}`),
+      });
       console.log(`Up in ${((Date.now() - started) / 1000).toFixed(1)} s.\n\n${describe()}`);
       return;
     }

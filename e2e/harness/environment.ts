@@ -1,12 +1,23 @@
-// The whole test environment — control plane, MariaDB, S3 — as one unit that
-// `make dev-up`, `make demo` and Vitest's global setup all start the same way.
-// Its description is written to <dir>/state.json (pids to stop) and
-// <dir>/env (shell exports for users and scripts).
+// The whole test environment — control plane, MariaDB, S3, and the real node
+// where the machine can run one — as one unit that `make dev-up`, `make demo`
+// and Vitest's global setup all start the same way. Its description is
+// written to <dir>/state.json (pids to stop) and <dir>/env (shell exports for
+// users and scripts).
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ControlPlane } from "./controlplane.ts";
 import { ensureMariaDB, type MariaDBEndpoint } from "./mariadb.ts";
+import { ensurePki } from "./pki.ts";
 import { EnvironmentError, isAlive, stopPid } from "./process.ts";
+import {
+  admissionConfigForRealNodeByDefault,
+  admissionPlugins,
+  realNodeDir,
+  startRealNode,
+  stopRealNode,
+  type RealNodeInfo,
+} from "./realnode/node.ts";
+import { realNodeSupport, type RealNodeSupport } from "./realnode/support.ts";
 import { startS3, type S3Endpoint } from "./s3.ts";
 import { repoRoot, tools } from "./tools.ts";
 
@@ -18,7 +29,21 @@ export interface EnvironmentInfo {
   s3: S3Endpoint;
   /** Every process the harness started, in start order. */
   processes: { name: string; pid: number; logFile: string }[];
+  /** Whether this machine can run the real node, and why not (absent in a state.json older than the real node). */
+  realNodeSupport: RealNodeSupport;
+  /** The real node, when it runs (started with the environment, or by a suite with useRealNode). */
+  realNode?: RealNodeInfo;
 }
+
+/**
+ * The real node in an environment:
+ * - "off": KWOK only;
+ * - "on-demand": the apiserver is ready for it (admission plugins that route a namespace's
+ *   pods to it) and a suite that needs it starts it (useRealNode) — the integration runs;
+ * - "start": started with the environment, and every pod goes to it unless its
+ *   namespace says otherwise — `make dev-up` where the machine allows it.
+ */
+export type RealNodeMode = "off" | "on-demand" | "start";
 
 export interface EnvironmentHandle {
   info: EnvironmentInfo;
@@ -110,9 +135,10 @@ export async function stopDemoManager(dir: string): Promise<string[]> {
   return stopped;
 }
 
-/** Everything started under `dir`: a demo manager, the recorded processes, stray servers. */
+/** Everything started under `dir`: a demo manager, the real node (host put back), the recorded processes, stray servers. */
 export async function stopAll(dir: string): Promise<string[]> {
   const stopped = await stopDemoManager(dir);
+  stopped.push(...(await stopRealNode(realNodeDir(dir), join(dir, "kubeconfig"))));
   stopped.push(...(await stopRecorded(dir)));
   return stopped;
 }
@@ -164,6 +190,9 @@ export async function startEnvironment(opts: {
   nodes?: number;
   /** A mariadbd of its own even when the machine's server answers on 3306 (nothing shared with other environments). */
   ownMariaDB?: boolean;
+  /** The real node (see RealNodeMode). Defaults to "off". */
+  realNode?: RealNodeMode;
+  log?: (line: string) => void;
 }): Promise<EnvironmentHandle> {
   await stopAll(opts.dir);
   rmSync(opts.dir, { recursive: true, force: true });
@@ -171,7 +200,18 @@ export async function startEnvironment(opts: {
   linkTool("kubectl", tools.kubectl());
   linkTool("helm", tools.helm());
 
-  const controlPlane = new ControlPlane({ dir: join(opts.dir, "cluster"), detached: opts.detached, nodes: opts.nodes });
+  const mode = opts.realNode ?? "off";
+  const support = mode === "off" ? ({ ok: false, reason: "not requested" } as const) : realNodeSupport();
+  const apiserverArgs: string[] = [];
+  if (support.ok) {
+    apiserverArgs.push(admissionPlugins);
+    if (mode === "start") {
+      const admission = join(opts.dir, "admission.yaml");
+      writeFileSync(admission, admissionConfigForRealNodeByDefault());
+      apiserverArgs.push(`--admission-control-config-file=${admission}`);
+    }
+  }
+  const controlPlane = new ControlPlane({ dir: join(opts.dir, "cluster"), detached: opts.detached, nodes: opts.nodes, apiserverArgs });
   // The three parts are independent; start them side by side.
   const [cluster, db, store] = await Promise.allSettled([
     controlPlane.start(),
@@ -200,16 +240,61 @@ export async function startEnvironment(opts: {
     mysql: db.value,
     s3: store.value,
     processes,
+    realNodeSupport: support,
   };
   writeFileSync(statePath(opts.dir), JSON.stringify(info, null, 2));
   writeFileSync(join(opts.dir, "env"), envFile(info), { mode: 0o600 });
+  if (mode === "start" && support.ok) {
+    try {
+      await useRealNode(info, { detached: opts.detached, log: opts.log });
+    } catch (err) {
+      await stopAll(opts.dir);
+      throw err;
+    }
+  }
   return {
     info,
     controlPlane,
     stop: async () => {
+      await stopRealNode(realNodeDir(opts.dir), kubeconfig);
       await stopRecorded(opts.dir);
     },
   };
+}
+
+/**
+ * The environment's real node, started when it is not running yet (its
+ * processes are added to state.json, so every stop path stops them). For
+ * suites: `const node = await useRealNode(inject("environment"))` in
+ * beforeAll, `await releaseRealNode(env)` in afterAll.
+ */
+export async function useRealNode(info: EnvironmentInfo, opts: { detached?: boolean; log?: (line: string) => void } = {}): Promise<RealNodeInfo> {
+  const state = readState(info.dir) ?? info;
+  if (state.realNode && state.realNode.processes.every((p) => isOurs(p.pid, p.logFile, p.name))) return state.realNode;
+  const support = state.realNodeSupport ?? { ok: false, reason: "the environment was started without it" };
+  if (!support.ok) throw new EnvironmentError(`no real node in this environment: ${support.reason}`);
+  const pki = await ensurePki(join(info.dir, "cluster", "pki"));
+  // Attached to the environment's lifetime: detached like its other processes in dev mode,
+  // and always detached from a test worker (workers come and go; the run's stop path stops it).
+  const node = await startRealNode({ envDir: info.dir, kubeconfig: info.kubeconfig, server: info.server, pki, detached: opts.detached ?? true, log: opts.log });
+  const updated = readState(info.dir) ?? info;
+  updated.realNode = node;
+  updated.processes = [...updated.processes.filter((p) => !node.processes.some((n) => n.pid === p.pid)), ...node.processes];
+  writeFileSync(statePath(info.dir), JSON.stringify(updated, null, 2));
+  return node;
+}
+
+/** Stops the environment's real node (the host put back) and forgets it in state.json. */
+export async function releaseRealNode(info: EnvironmentInfo): Promise<string[]> {
+  const stopped = await stopRealNode(realNodeDir(info.dir), info.kubeconfig);
+  const state = readState(info.dir);
+  if (state?.realNode) {
+    const pids = new Set(state.realNode.processes.map((p) => p.pid));
+    state.processes = state.processes.filter((p) => !pids.has(p.pid));
+    delete state.realNode;
+    writeFileSync(statePath(info.dir), JSON.stringify(state, null, 2));
+  }
+  return stopped;
 }
 
 /**

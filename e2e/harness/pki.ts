@@ -20,6 +20,9 @@ export interface ClusterPki {
   adminKey: string;
   serviceAccountKey: string;
   serviceAccountPub: string;
+  /** The apiserver's identity towards kubelets (logs, exec, port-forward): O=system:masters. */
+  kubeletClientCert: string;
+  kubeletClientKey: string;
 }
 
 async function openssl(args: string[], cwd: string): Promise<void> {
@@ -58,8 +61,10 @@ export async function ensurePki(dir: string): Promise<ClusterPki> {
     adminKey: join(dir, "admin.key"),
     serviceAccountKey: join(dir, "service-account.key"),
     serviceAccountPub: join(dir, "service-account.pub"),
+    kubeletClientCert: join(dir, "apiserver-kubelet-client.crt"),
+    kubeletClientKey: join(dir, "apiserver-kubelet-client.key"),
   };
-  if (existsSync(pki.serviceAccountPub)) return pki;
+  if (existsSync(pki.serviceAccountPub) && existsSync(pki.kubeletClientCert)) return pki;
   mkdirSync(dir, { recursive: true });
   await keyPair(dir, "ca");
   await openssl(
@@ -78,9 +83,20 @@ export async function ensurePki(dir: string): Promise<ClusterPki> {
     dir, "admin", "/O=system:masters/CN=stateward-admin",
     "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth",
   );
+  await clientCertificate(dir, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client");
   await keyPair(dir, "service-account");
   await openssl(["pkey", "-in", "service-account.key", "-pubout", "-out", "service-account.pub"], dir);
   return pki;
+}
+
+/**
+ * A client certificate signed by the cluster CA in `dir` (written as
+ * `<name>.crt` / `<name>.key` there), e.g. a kubelet's
+ * "/O=system:nodes/CN=system:node:<node>".
+ */
+export async function clientCertificate(dir: string, name: string, subject: string): Promise<{ cert: string; key: string }> {
+  await signedCert(dir, name, subject, "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth");
+  return { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
 }
 
 export function readPem(path: string): string {

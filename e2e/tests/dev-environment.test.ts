@@ -12,7 +12,8 @@ import { repoRoot, tools } from "../harness/index.ts";
 
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), "stateward-dev-"));
-const env = { ...process.env, STATEWARD_DEV_DIR: dir };
+// KWOK only: the real node's start and stop path (the same code) is tested by tests/real-node/.
+const env = { ...process.env, STATEWARD_DEV_DIR: dir, STATEWARD_REAL_NODE: "0" };
 const dev = (cmd: string) => run(process.execPath, [join(repoRoot, "e2e", "harness", "dev.ts"), cmd], { env, cwd: repoRoot });
 
 function recordedPids(): number[] {

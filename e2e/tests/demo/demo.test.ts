@@ -19,7 +19,8 @@ import { testClient } from "../../support/kube.ts";
 const env = inject("environment");
 const dir = join(env.dir, "demo");
 const NS = "stateward-demo";
-const devEnv = { ...process.env, STATEWARD_DEV_DIR: dir, STATEWARD_OWN_MARIADB: "1" };
+// The demo with its stand-ins (KWOK + a local mariadbd per pod), which every machine can run.
+const devEnv = { ...process.env, STATEWARD_DEV_DIR: dir, STATEWARD_OWN_MARIADB: "1", STATEWARD_REAL_NODE: "0" };
 const dev = (command: string) => runCommand(process.execPath, [join(repoRoot, "e2e", "harness", "dev.ts"), command], { env: devEnv });
 
 interface Status extends KubeObject {
