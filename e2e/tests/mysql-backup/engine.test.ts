@@ -16,7 +16,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { spawn, execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -379,8 +379,6 @@ describe("compressions, cancellation and S3 failures", () => {
     expect(await fingerprint(admin, db)).toEqual(before);
     const [staging] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?", [`${stagingDatabaseName(runId, 0).slice(0, -2)}%`]);
     expect(staging).toEqual([]);
-    // Nothing is written to local disk any more: no temporary folder is even made.
-    expect(readdirSync(tmpdir()).filter((f) => f.startsWith("stateward-restore-"))).toEqual([]);
   }, 60_000);
 
   it("clears what a killed attempt left in its folder, and never touches other files there", async () => {

@@ -36,7 +36,7 @@ import { manifestFileName, type BackupManifest, type ManifestObject, type Object
 import { BackupStore, BucketClient, describeLocation, normalizePrefix, type S3Location, type S3ObjectLocation, type S3Options } from "../storage/s3.ts";
 import { applySql } from "./apply.ts";
 import { databaseStatement, DatabaseFilter } from "./dump-file.ts";
-import { cleanUpRestore, dropLeftovers, dropReplaced, planSwap, stagingDatabaseName, SwapUndoFailed, swapIn, type StagingLeftovers } from "./staging.ts";
+import { cleanUpRestore, createViewStandIns, dropLeftovers, dropReplaced, planSwap, stagingDatabaseName, SwapUndoFailed, swapIn, type StagingLeftovers } from "./staging.ts";
 import type { Statement } from "./statements.ts";
 import { corrupt, readObject, Sha256Stream, streamObject, verifyObject } from "./verified-object.ts";
 
@@ -377,6 +377,7 @@ async function restoreBackup(options: RestoreOptions, location: S3Location, mani
         throw err;
       });
       targetChanged = true;
+      await createViewStandIns(swapper, staging);
       progress.phase = "post-data";
       for (const { object, bytes } of postData) {
         const source = `object ${object.key} of ${store.url}`;

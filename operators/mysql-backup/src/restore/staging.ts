@@ -302,6 +302,35 @@ export async function swapIn(session: MySQLSession, plan: SwapPlan): Promise<voi
   }
 }
 
+/**
+ * Views of the backup may read each other in any order, so the schema object
+ * creates a stand-in for each (a view of constants with its columns) before
+ * post-data creates the real ones. Those stand-ins were made in the staging
+ * databases; after the swap they are made again in the targets, where
+ * post-data replaces them. A target table with a view's name is dropped, as
+ * the in-place schema object does.
+ */
+export async function createViewStandIns(session: MySQLSession, databases: { database: string; staging: string }[]): Promise<void> {
+  for (const { database, staging } of databases) {
+    const views = await session.query<Row>(
+      "SELECT TABLE_NAME AS name, VIEW_DEFINITION AS definition FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?",
+      [staging],
+      `list the view stand-ins of ${quoteIdentifier(staging)}`,
+    );
+    for (const v of views) {
+      const name = qualifiedName(database, textOf(v.name));
+      const definition = textOf(v.definition);
+      // Stand-ins select constants only (schema.ts); anything else is not one.
+      if (!/^select 1 AS `(?:[^`]|``)*`(?:,\s*1 AS `(?:[^`]|``)*`)*$/i.test(definition)) {
+        throw new BackupError("InvalidManifest", `the stand-in of view ${name} is not a view of constants: ${definition.slice(0, 200)}`);
+      }
+      await session.query("SET SESSION FOREIGN_KEY_CHECKS = 0", [], "create view stand-ins");
+      await session.query(`DROP TABLE IF EXISTS ${name}`, [], `replace table ${name} by a view`);
+      await session.query(`CREATE OR REPLACE VIEW ${name} AS ${definition}`, [], `create the stand-in of view ${name}`);
+    }
+  }
+}
+
 /** Drops the tables the swap moved aside. */
 export async function dropReplaced(session: MySQLSession, plan: SwapPlan): Promise<void> {
   if (plan.replaced.length === 0) return;
