@@ -15,7 +15,7 @@ import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
-import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
+import { BackupError, MySQLBackupKind, MySQLRestoreKind, runRestore, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startManagerProcess, type ManagerHandle } from "../../bench/manager-handle.ts";
 import { s3Client } from "../../harness/index.ts";
@@ -187,8 +187,9 @@ describe("restore safety", () => {
       expect(["ObjectNotFound", "ChecksumMismatch"]).toContain(ready?.reason);
       expect(ready?.message).toMatch(new RegExp(`(${missing.key}|${corrupt.key})`));
       expect(ready?.message).toMatch(/target was left untouched/);
-      const events = await eventsOf("broken");
-      expect(events.find((e) => e.type === "Warning" && e.reason === ready?.reason)?.note).toMatch(/target was left untouched/);
+      // The Event follows the status write.
+      const event = await waitFor("the Warning Event", async () => (await eventsOf("broken")).find((e) => e.type === "Warning" && e.reason === ready?.reason));
+      expect(event.note).toMatch(/target was left untouched/);
       expect(await fingerprint(admin, db)).toEqual(before);
       expect(await stagingDatabasesOf(failed.metadata.uid!)).toEqual([]);
     } finally {
@@ -216,6 +217,31 @@ describe("restore safety", () => {
     }
   }, 180_000);
 
+  it("in mode InPlace, checks every object before the first statement: a corrupt last object leaves the target untouched", async () => {
+    const objects = (await manifest()).objects;
+    // The last object in restore order: an in-place restore that verified as it went would have replaced every table by then.
+    const last = objects.filter((o) => o.kind === "data").at(-1)!;
+    const original = await getObject(`${folder}/${last.key}`);
+    const flipped = Buffer.from(original);
+    flipped[Math.floor(flipped.length / 2)]! ^= 0xff;
+    await putObject(`${folder}/${last.key}`, flipped);
+    try {
+      const err = (await runRestore({
+        target: root,
+        source: {
+          backup: { bucket: env.s3.bucket, prefix: folder, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentials: { accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey } },
+        },
+        mode: "InPlace",
+      }).catch((e: unknown) => e)) as BackupError;
+      expect(err).toBeInstanceOf(BackupError);
+      expect(err.reason).toBe("ChecksumMismatch");
+      expect(err.message).toContain(last.key);
+      expect(await fingerprint(admin, db)).toEqual(before);
+    } finally {
+      await putObject(`${folder}/${last.key}`, original);
+    }
+  }, 120_000);
+
   it("deleting a running restore stops it, drops its staging databases and says the target was left untouched", async () => {
     const lock = await holdTarget();
     try {
@@ -226,8 +252,8 @@ describe("restore safety", () => {
       await client.delete(RS, ns, "deleted");
       // Gone while the lock is still held: the restore did not wait for the swap to go ahead.
       await waitGone(client, RS, ns, "deleted", 60_000);
-      const events = await eventsOf("deleted");
-      expect(events.find((e) => e.reason === "Deleted")?.note).toMatch(/target was left untouched/);
+      const event = await waitFor("the Deleted Event", async () => (await eventsOf("deleted")).find((e) => e.reason === "Deleted"));
+      expect(event.note).toMatch(/target was left untouched/);
       expect(await stagingDatabasesOf(running.metadata.uid!)).toEqual([]);
     } finally {
       await lock.end();
