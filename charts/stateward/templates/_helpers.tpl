@@ -80,7 +80,8 @@ MySQLInstance is also read with get when a deleted DatabaseUser's instance is no
 {{- end -}}
 
 {{/*
-mysql-backup: backups (a finalizer when deletionPolicy is Delete), restores, and schedules,
+mysql-backup: backups (a finalizer when deletionPolicy is Delete), restores (a finalizer while
+one may run, to drop its staging databases), and schedules,
 which create the MySQLBackups they own and delete them for retention; the MySQLInstances they
 point at, and the Secrets holding MySQL and S3 credentials. Backups and restores are re-read
 with get before each status write (they run long after the reconcile that started them).
@@ -91,7 +92,7 @@ with get before each status write (they run long after the reconcile that starte
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlrestores"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlbackupschedules"]
   verbs: ["list", "watch"]

@@ -98,7 +98,7 @@ const expectedPermissions: Record<string, string[]> = {
   ],
   "mysql-backup": [
     ...perms("stateward.io", ["mysqlbackups"], ["get", "list", "watch", "create", "patch", "delete"]),
-    ...perms("stateward.io", ["mysqlrestores"], ["get", "list", "watch"]),
+    ...perms("stateward.io", ["mysqlrestores"], ["get", "list", "watch", "patch"]),
     ...perms("stateward.io", ["mysqlbackupschedules"], ["list", "watch"]),
     ...perms("stateward.io", ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status"], ["update"]),
     ...perms("stateward.io", ["mysqlbackupschedules/finalizers"], ["update"]),

@@ -16,7 +16,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { spawn, execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -35,6 +35,7 @@ import {
   readBackupManifest,
   runBackup,
   runRestore,
+  stagingDatabaseName,
   type BackupManifest,
   type BackupResult,
   type S3Location,
@@ -286,7 +287,7 @@ describe("backup and restore of the torture schema and a million-row table", () 
     );
   }, 120_000);
 
-  it("refuses a corrupted object before applying any of it, naming it", async () => {
+  it("refuses a corrupted object, naming it, and leaves the target as it was", async () => {
     const manifest = await readBackupManifest(at(prefix));
     const target = manifest.objects.find((o) => o.table === "customer")!;
     const key = `${prefix}/${target.key}`;
@@ -302,10 +303,10 @@ describe("backup and restore of the torture schema and a million-row table", () 
       expect(err).toBeInstanceOf(BackupError);
       expect(err.reason).toBe("ChecksumMismatch");
       expect(err.message).toContain(target.key);
-      expect(err.message).toMatch(/nothing of it was applied/);
-      // The schema came first; of the forged object, not one row.
-      const [rows] = await admin.query(`SELECT COUNT(*) AS n FROM ${id(torture)}.customer`);
-      expect((rows as { n: number }[])[0]?.n).toBe(0);
+      expect(err.message).toMatch(/the target was not changed/);
+      // Staged: the database the restore would have created does not exist.
+      const [dbs] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [torture]);
+      expect(dbs).toEqual([]);
     } finally {
       await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: key, Body: original }));
     }
@@ -360,29 +361,24 @@ describe("compressions, cancellation and S3 failures", () => {
     expect(await fingerprint(admin, db)).toEqual(before);
   }, 60_000);
 
-  it("stops a restore through its signal, leaving no temporary file", async () => {
-    const tempDir = mkdtempSync(join(tmpdir(), "sw-restore-"));
-    try {
-      const controller = new AbortController();
-      const err = (await runRestore({
-        target: root,
-        source: { backup: at(`${prefix}/zstd`) },
-        parallelism: 1,
-        tempDir,
-        signal: controller.signal,
-        onProgress: (p) => {
-          if (p.objectsDone >= 2) controller.abort();
-        },
-      }).catch((e: unknown) => e)) as BackupError;
-      expect(err).toBeInstanceOf(BackupError);
-      expect(err.reason).toBe("Aborted");
-      expect(readdirSync(tempDir)).toEqual([]);
-      // Restoring again, in full, repairs what the interrupted restore left half done.
-      await runRestore({ target: root, source: { backup: at(`${prefix}/zstd`) } });
-      expect(await fingerprint(admin, db)).toEqual(before);
-    } finally {
-      rmSync(tempDir, { recursive: true, force: true });
-    }
+  it("stops a restore through its signal, leaving the target untouched and no staging database", async () => {
+    const controller = new AbortController();
+    const runId = `abort-${suffix}`;
+    const err = (await runRestore({
+      target: root,
+      source: { backup: at(`${prefix}/zstd`) },
+      parallelism: 1,
+      runId,
+      signal: controller.signal,
+      onProgress: (p) => {
+        if (p.objectsDone >= 2) controller.abort();
+      },
+    }).catch((e: unknown) => e)) as BackupError;
+    expect(err).toBeInstanceOf(BackupError);
+    expect(err.reason).toBe("Aborted");
+    expect(await fingerprint(admin, db)).toEqual(before);
+    const [staging] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?", [`${stagingDatabaseName(runId, 0).slice(0, -2)}%`]);
+    expect(staging).toEqual([]);
   }, 60_000);
 
   it("clears what a killed attempt left in its folder, and never touches other files there", async () => {

@@ -192,6 +192,13 @@ export const MySQLRestoreKind = defineKind({
         { validations: [{ rule: "has(self.backupRef) != has(self.s3)", message: "set exactly one of source.backupRef or source.s3" }] },
       ),
       databases: databasesSchema("Restore only these databases. Default: all in the backup."),
+      mode: optional(
+        stringEnum(
+          ["Staged", "InPlace"],
+          "How a backup is restored (a plain dump file is always applied in place). Staged builds each restored database in a staging database (stw_restore_<id>_<n>), streaming every object from S3 and checking its size and SHA-256, and swaps the tables in with one atomic RENAME TABLE only when everything was verified and applied; views, routines, triggers and events are recreated after the swap. A missing or corrupt object, a failed statement, a deletion of this resource or a manager killed before the swap leave the target's tables as they were. The server needs free space for a second copy of the restored tables while it runs. InPlace needs no extra space: every object is downloaded and verified first, then applied to the target table by table (DROP TABLE, CREATE TABLE, INSERT); a failure or a killed manager mid-apply leaves the target partly restored. Tables of the target that the backup does not contain stay as they are in both modes.",
+          { default: "Staged" },
+        ),
+      ),
     },
     "The desired restore. A restore runs once.",
   ),
@@ -205,6 +212,7 @@ export const MySQLRestoreKind = defineKind({
       source: optional(string("s3://<bucket>/<key> that was restored.")),
       objects: optional(integer("Number of objects applied.")),
       bytes: optional(integer("Bytes of SQL applied.")),
+      mode: optional(stringEnum(["Staged", "InPlace"], "How the restore applies: Staged (swapped in once everything was verified), or InPlace (spec.mode InPlace, and every plain dump file).")),
       startedBy: optional(string("The manager instance that ran the restore.")),
       conditions: optional(conditionsSchema()),
     },

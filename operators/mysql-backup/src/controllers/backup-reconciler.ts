@@ -125,6 +125,8 @@ export class BackupReconciler implements Reconciler {
             objects: result.objects,
             compressedBytes: result.size,
             uncompressedBytes: result.uncompressedSize,
+            // A restore from this backup refuses a manifest that changed since.
+            manifestSha256: result.manifestSha256,
             ...(pos ? { position: pos } : {}),
           }, { status: "True", reason: "Completed", message: `Backup completed: ${result.objects} objects, ${result.size} bytes at ${result.location.url}` });
           await this.d.events.record(current, "Normal", "Completed", `Backup completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`);

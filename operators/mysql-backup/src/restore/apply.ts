@@ -12,6 +12,8 @@ export interface ApplyOptions {
   signal?: AbortSignal;
   /** Decides per statement whether to send it (a dump file's database filter); default: all. */
   accept?(statement: Statement): boolean;
+  /** The SQL to send for a statement (a staged restore's USE of its staging database), or null to skip it; default: as read. */
+  rewrite?(statement: Statement): string | null;
   /** Called after each statement with the bytes it had. */
   onApplied?(bytes: number): void;
 }
@@ -34,8 +36,10 @@ export async function applySql(input: AsyncIterable<unknown>, options: ApplyOpti
     for (const statement of statements) {
       if (options.signal?.aborted) throw abortedError("the restore", options.signal);
       if (options.accept && !options.accept(statement)) continue;
+      const sql = options.rewrite ? options.rewrite(statement) : statement.sql;
+      if (sql === null) continue;
       try {
-        await options.session.execute(statement.sql);
+        await options.session.execute(sql);
       } catch (err) {
         const failure = mysqlFailure(err, `apply line ${statement.line} of ${options.source}`, options.session.endpoint);
         if (failure.reason === "DatabaseError" || failure.reason === "DatabaseNotFound") {

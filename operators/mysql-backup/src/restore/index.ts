@@ -1,2 +1,12 @@
-// Restores: from a backup folder (verified object by object) or a plain dump file.
-export { locateRestoreSource, runRestore, type RestoreOptions, type RestoreProgress, type RestoreResult, type RestoreSource } from "./restore.ts";
+// Restores: from a backup folder (staged and swapped in, or verified first and applied in place) or a plain dump file.
+export {
+  leftTargetUntouched,
+  locateRestoreSource,
+  runRestore,
+  type RestoreMode,
+  type RestoreOptions,
+  type RestoreProgress,
+  type RestoreResult,
+  type RestoreSource,
+} from "./restore.ts";
+export { cleanUpRestore, findLeftovers, stagingDatabaseName, type StagingLeftovers } from "./staging.ts";

@@ -1,0 +1,304 @@
+// A restore never leaves the target worse than it found it: the faults of a
+// bad day, injected for real against a manager running as a process of its
+// own (so it can be SIGKILLed), the real MariaDB and versitygw. The target
+// is changed after the backup, so that "untouched" is told apart from
+// "restored": after each failed restore its fingerprint (CHECKSUM TABLE of
+// every table, SHOW CREATE of every object) must be what it was before.
+//
+// A restore is held just before it would change the target by a table lock
+// a test connection holds (LOCK TABLES … READ): the kill and the deletion
+// then hit it at a known point, with everything staged.
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import mysql from "mysql2/promise";
+import { builtin, findCondition, type KubeObject } from "@stateward/core";
+import { MySQLInstanceKind } from "@stateward/mysql";
+import { BackupError, MySQLBackupKind, MySQLRestoreKind, runRestore, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startManagerProcess, type ManagerHandle } from "../../bench/manager-handle.ts";
+import { s3Client } from "../../harness/index.ts";
+import { deleteNamespace, freshNamespace, testClient, waitGone } from "../../support/kube.ts";
+import { waitFor } from "../../support/wait.ts";
+import { fingerprint, id, type DatabaseFingerprint } from "./torture.ts";
+
+const env = inject("environment");
+const client = testClient(env.kubeconfig);
+const BK = MySQLBackupKind.resource;
+const RS = MySQLRestoreKind.resource;
+const suffix = randomBytes(3).toString("hex");
+const db = `rsafe_${suffix}`;
+const prefix = `restore-safety-${suffix}`;
+const root = { host: env.mysql.host, port: env.mysql.port, user: env.mysql.user, password: env.mysql.password };
+const logDir = join(import.meta.dirname, "../../../.stateward/test/logs");
+let ns: string;
+let folder: string;
+let manager: ManagerHandle | undefined;
+let s3: S3Client;
+let admin: mysql.Connection;
+/** The database as the backup has it. */
+let backedUp: DatabaseFingerprint;
+/** The database as the restores find it (changed since the backup). */
+let before: DatabaseFingerprint;
+
+type EventObject = KubeObject & { reason?: string; note?: string; type?: string; regarding?: { name?: string } };
+
+const storage = () => ({
+  s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } },
+});
+
+function restore(name: string): MySQLRestore {
+  return { apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name, namespace: ns }, spec: { instanceRef: { name: "db" }, source: { backupRef: { name: "full" } } } };
+}
+
+async function finished<T extends KubeObject & { status?: { phase?: string } }>(rt: typeof BK, name: string, timeoutMs = 120_000): Promise<T> {
+  return waitFor(`${rt.kind} ${name} finished`, async () => {
+    const o = await client.get<T>(rt, ns, name);
+    return o.status?.phase === "Completed" || o.status?.phase === "Failed" ? o : undefined;
+  }, timeoutMs, 250);
+}
+
+async function getObject(key: string): Promise<Buffer> {
+  const res = await s3.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }));
+  return Buffer.from(await res.Body!.transformToByteArray());
+}
+
+async function putObject(key: string, body: Buffer): Promise<void> {
+  await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: key, Body: body }));
+}
+
+async function manifest(): Promise<{ objects: { key: string; kind: string; table?: string }[] }> {
+  return JSON.parse((await getObject(`${folder}/manifest.json`)).toString("utf8")) as { objects: { key: string; kind: string; table?: string }[] };
+}
+
+async function eventsOf(name: string): Promise<EventObject[]> {
+  const list = await client.list<EventObject>(builtin.event, { namespace: ns });
+  return list.items.filter((e) => e.regarding?.name === name);
+}
+
+/** The staging databases of the restore with this uid, as the operator documents their names (stw_restore_<id>_<n>). */
+async function stagingDatabasesOf(uid: string): Promise<string[]> {
+  const token = createHash("sha256").update(uid).digest("hex").slice(0, 12);
+  const [rows] = await admin.query("SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?", [`stw\\_restore\\_${token}\\_%`]);
+  return (rows as { name: string }[]).map((r) => r.name);
+}
+
+/** Holds every restore before it can change zz_big (the last table in the backup's order): a read lock a swap or a DROP TABLE waits for. */
+async function holdTarget(): Promise<mysql.Connection> {
+  const conn = await mysql.createConnection(root);
+  await conn.query(`LOCK TABLES ${id(db)}.zz_big READ`);
+  return conn;
+}
+
+/** Waits until a connection is blocked by that lock: the restore got as far as it can without touching the target. */
+async function blockedOnTarget(): Promise<string> {
+  return waitFor("a restore waiting for the target's lock", async () => {
+    // Other suites share the server: only a statement on this suite's database counts.
+    const [rows] = await admin.query(
+      "SELECT INFO AS info FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND INFO IS NOT NULL AND (DB = ? OR INSTR(INFO, ?) > 0)",
+      [db, db],
+    );
+    return (rows as { info: string }[])[0]?.info;
+  }, 120_000, 100);
+}
+
+async function startManager(n: number): Promise<ManagerHandle> {
+  return startManagerProcess({ kubeconfig: env.kubeconfig, namespace: ns, operators: "mysql-backup" }, join(logDir, `restore-safety-${suffix}-manager-${n}.log`), 60_000);
+}
+
+beforeAll(async () => {
+  mkdirSync(logDir, { recursive: true });
+  s3 = s3Client(env.s3);
+  ns = await freshNamespace(client, "rsafe");
+  folder = `${prefix}/${ns}/full`;
+  // The manager installs the CRDs, so it starts before the objects are created.
+  manager = await startManager(1);
+  admin = await mysql.createConnection({ ...root, charset: "utf8mb4" });
+  const q = (sql: string) => admin.query(sql);
+  await q(`CREATE DATABASE ${id(db)}`);
+  await q(`USE ${id(db)}`);
+  await q("CREATE TABLE a_small (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=InnoDB");
+  await q("INSERT INTO a_small SELECT seq, CONCAT('a-', seq) FROM seq_1_to_2000");
+  await q("CREATE TABLE b_small (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=InnoDB");
+  await q("INSERT INTO b_small SELECT seq, CONCAT('b-', seq) FROM seq_1_to_2000");
+  await q("CREATE TABLE customer (id INT PRIMARY KEY, name VARCHAR(100)) ENGINE=InnoDB");
+  await q("INSERT INTO customer SELECT seq, CONCAT('c-', seq) FROM seq_1_to_100");
+  await q("CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT, note VARCHAR(50) NOT NULL DEFAULT '', CONSTRAINT fk_c FOREIGN KEY (customer_id) REFERENCES customer (id)) ENGINE=InnoDB");
+  await q("INSERT INTO orders SELECT seq, 1 + seq % 100, '' FROM seq_1_to_1000");
+  // A trigger on a table the restore replaces: it would change the data if it fired, and it must come back.
+  await q("CREATE TRIGGER orders_bi BEFORE INSERT ON orders FOR EACH ROW SET NEW.note = CONCAT(NEW.note, '+t')");
+  await q("CREATE VIEW v_orders AS SELECT o.id, c.name FROM orders o JOIN customer c ON c.id = o.customer_id");
+  await q("CREATE TABLE zz_big (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB");
+  await q("INSERT INTO zz_big SELECT seq, REPEAT(MD5(seq), 4) FROM seq_1_to_50000");
+  backedUp = await fingerprint(admin, db);
+
+  await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
+  await client.create(builtin.secret, {
+    metadata: { name: "s3-creds", namespace: ns },
+    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
+  } as KubeObject);
+  await client.create(MySQLInstanceKind.resource, {
+    apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
+    spec: { host: root.host, port: root.port, adminSecretRef: { name: "mysql-admin" } },
+  } as KubeObject);
+  await client.create(BK, { apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "full", namespace: ns }, spec: { instanceRef: { name: "db" }, storage: storage(), databases: [db] } });
+  expect((await finished<MySQLBackup>(BK, "full")).status?.phase).toBe("Completed");
+
+  // Life goes on after the backup: what a failed restore must leave exactly as it is.
+  await q("UPDATE a_small SET v = 'changed since' WHERE id <= 10");
+  await q("DELETE FROM b_small WHERE id > 1990");
+  await q("INSERT INTO orders (id, customer_id) VALUES (5001, 1)");
+  await q("INSERT INTO zz_big VALUES (60001, 'new')");
+  before = await fingerprint(admin, db);
+  expect(before).not.toEqual(backedUp);
+}, 300_000);
+
+afterAll(async () => {
+  await manager?.stop().catch(() => manager?.kill());
+  await admin?.query(`DROP DATABASE IF EXISTS ${id(db)}`);
+  await admin?.end();
+  s3?.destroy();
+  if (ns) await deleteNamespace(client, ns);
+});
+
+describe("restore safety", () => {
+  it("records the manifest's SHA-256 when a backup completes", async () => {
+    const done = await client.get<MySQLBackup>(BK, ns, "full");
+    expect(done.status?.manifestSha256).toBe(createHash("sha256").update(await getObject(`${folder}/manifest.json`)).digest("hex"));
+  });
+
+  it("fails with a clear reason when one data object is missing and another corrupt, leaving the target untouched", async () => {
+    const objects = (await manifest()).objects;
+    const missing = objects.find((o) => o.kind === "data" && o.table === "a_small")!;
+    const corrupt = objects.find((o) => o.kind === "data" && o.table === "b_small")!;
+    const missingBytes = await getObject(`${folder}/${missing.key}`);
+    const corruptBytes = await getObject(`${folder}/${corrupt.key}`);
+    await s3.send(new DeleteObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}/${missing.key}` }));
+    const flipped = Buffer.from(corruptBytes);
+    flipped[Math.floor(flipped.length / 2)]! ^= 0xff;
+    await putObject(`${folder}/${corrupt.key}`, flipped);
+    try {
+      await client.create(RS, restore("broken"));
+      const failed = await finished<MySQLRestore>(RS, "broken");
+      expect(failed.status?.phase).toBe("Failed");
+      const ready = findCondition(failed.status?.conditions, "Ready");
+      expect(ready?.status).toBe("False");
+      expect(["ObjectNotFound", "ChecksumMismatch"]).toContain(ready?.reason);
+      expect(ready?.message).toMatch(new RegExp(`(${missing.key}|${corrupt.key})`));
+      expect(ready?.message).toMatch(/target was left untouched/);
+      // The Event follows the status write.
+      const event = await waitFor("the Warning Event", async () => (await eventsOf("broken")).find((e) => e.type === "Warning" && e.reason === ready?.reason));
+      expect(event.note).toMatch(/target was left untouched/);
+      expect(await fingerprint(admin, db)).toEqual(before);
+      expect(await stagingDatabasesOf(failed.metadata.uid!)).toEqual([]);
+    } finally {
+      await putObject(`${folder}/${missing.key}`, missingBytes);
+      await putObject(`${folder}/${corrupt.key}`, corruptBytes);
+    }
+  }, 180_000);
+
+  it("refuses a manifest changed since the backup completed, leaving the target untouched", async () => {
+    const original = await getObject(`${folder}/manifest.json`);
+    // Still a valid manifest, just not the one written: b_small's rows left out.
+    const forged = JSON.parse(original.toString("utf8")) as { objects: { kind: string; table?: string }[] };
+    forged.objects = forged.objects.filter((o) => !(o.kind === "data" && o.table === "b_small"));
+    await putObject(`${folder}/manifest.json`, Buffer.from(JSON.stringify(forged, null, 2)));
+    try {
+      await client.create(RS, restore("tampered"));
+      const failed = await finished<MySQLRestore>(RS, "tampered");
+      expect(failed.status?.phase).toBe("Failed");
+      const ready = findCondition(failed.status?.conditions, "Ready");
+      expect(ready?.reason).toBe("ChecksumMismatch");
+      expect(ready?.message).toMatch(/manifest\.json changed since the backup was taken/);
+      expect(await fingerprint(admin, db)).toEqual(before);
+    } finally {
+      await putObject(`${folder}/manifest.json`, original);
+    }
+  }, 180_000);
+
+  it("in mode InPlace, checks every object before the first statement: a corrupt last object leaves the target untouched", async () => {
+    const objects = (await manifest()).objects;
+    // The last object in restore order: an in-place restore that verified as it went would have replaced every table by then.
+    const last = objects.filter((o) => o.kind === "data").at(-1)!;
+    const original = await getObject(`${folder}/${last.key}`);
+    const flipped = Buffer.from(original);
+    flipped[Math.floor(flipped.length / 2)]! ^= 0xff;
+    await putObject(`${folder}/${last.key}`, flipped);
+    try {
+      const err = (await runRestore({
+        target: root,
+        source: {
+          backup: { bucket: env.s3.bucket, prefix: folder, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentials: { accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey } },
+        },
+        mode: "InPlace",
+      }).catch((e: unknown) => e)) as BackupError;
+      expect(err).toBeInstanceOf(BackupError);
+      expect(err.reason).toBe("ChecksumMismatch");
+      expect(err.message).toContain(last.key);
+      expect(await fingerprint(admin, db)).toEqual(before);
+    } finally {
+      await putObject(`${folder}/${last.key}`, original);
+    }
+  }, 120_000);
+
+  it("deleting a running restore stops it, drops its staging databases and says the target was left untouched", async () => {
+    const lock = await holdTarget();
+    try {
+      await client.create(RS, restore("deleted"));
+      await blockedOnTarget();
+      const running = await client.get<MySQLRestore>(RS, ns, "deleted");
+      expect(running.status?.phase).toBe("Running");
+      await client.delete(RS, ns, "deleted");
+      // Gone while the lock is still held: the restore did not wait for the swap to go ahead.
+      await waitGone(client, RS, ns, "deleted", 60_000);
+      const event = await waitFor("the Deleted Event", async () => (await eventsOf("deleted")).find((e) => e.reason === "Deleted"));
+      expect(event.note).toMatch(/target was left untouched/);
+      expect(await stagingDatabasesOf(running.metadata.uid!)).toEqual([]);
+    } finally {
+      await lock.end();
+    }
+    expect(await fingerprint(admin, db)).toEqual(before);
+  }, 180_000);
+
+  it("a manager SIGKILLed mid-restore leaves the target untouched; the next one drops the staging and marks it Interrupted", async () => {
+    const lock = await holdTarget();
+    let uid: string;
+    try {
+      await client.create(RS, restore("killed"));
+      await blockedOnTarget();
+      uid = (await client.get<MySQLRestore>(RS, ns, "killed")).metadata.uid!;
+      manager!.kill();
+      await waitFor("the manager process gone", () => (manager!.running() ? undefined : true));
+    } finally {
+      await lock.end();
+    }
+    // What the killed process had sent, waiting for the lock, must not go ahead once the lock is gone.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await fingerprint(admin, db)).toEqual(before);
+
+    manager = await startManager(2);
+    const failed = await finished<MySQLRestore>(RS, "killed");
+    const ready = findCondition(failed.status?.conditions, "Ready");
+    expect(ready?.reason).toBe("Interrupted");
+    expect(ready?.message).toMatch(/target, which was left untouched/);
+    expect(await stagingDatabasesOf(uid)).toEqual([]);
+    expect(await fingerprint(admin, db)).toEqual(before);
+  }, 240_000);
+
+  it("then restores the backup over the changed target: tables, the trigger and the view as backed up", async () => {
+    await client.create(RS, restore("good"));
+    const done = await finished<MySQLRestore>(RS, "good");
+    const ready = findCondition(done.status?.conditions, "Ready");
+    expect(ready?.message).toMatch(/^Restored/);
+    expect(ready).toMatchObject({ status: "True", reason: "Completed" });
+    expect(done.status?.mode).toBe("Staged");
+    expect(await fingerprint(admin, db)).toEqual(backedUp);
+    expect(await stagingDatabasesOf(done.metadata.uid!)).toEqual([]);
+    const [aside] = await admin.query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'stw\\_%'", [db]);
+    expect(aside).toEqual([]);
+    // The finalizer is gone once the restore finished: deleting it is immediate.
+    await client.delete(RS, ns, "good");
+    await waitGone(client, RS, ns, "good", 10_000);
+  }, 180_000);
+});

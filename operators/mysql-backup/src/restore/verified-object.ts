@@ -1,0 +1,139 @@
+// Reading a backup's objects straight from S3, hashing them on the way: no
+// temporary file, so a restore needs no local disk whatever the object sizes.
+// The hash can only be checked once the last byte went through, so what is
+// read is applied where a failure costs nothing (a staging database), or
+// verified in a pass of its own before anything is applied (InPlace mode).
+import { createHash } from "node:crypto";
+import { pipeline as pipe, Transform, Writable, type Readable, type TransformCallback } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { BackupError, messageOf } from "../engine/errors.ts";
+import { createDecompressor, type Compression } from "../storage/compression.ts";
+import type { ManifestObject } from "../storage/manifest.ts";
+import { describeLocation, type BackupStore } from "../storage/s3.ts";
+
+/** Counts and hashes what passes through. */
+export class Sha256Stream extends Transform {
+  readonly hash = createHash("sha256");
+  bytes = 0;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    callback(null, chunk);
+  }
+}
+
+/** A zlib/zstd error: the bytes are not what they claim to be. */
+export function corrupt(err: unknown, what: string): BackupError | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code === "string" && (code.startsWith("Z_") || code.startsWith("ERR_ZSTD") || code === "ERR_ZLIB_INITIALIZATION_FAILED")) {
+    return new BackupError("ChecksumMismatch", `${what} is corrupt: ${messageOf(err)}`, { cause: err });
+  }
+  return undefined;
+}
+
+async function openObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined): Promise<Readable> {
+  try {
+    return await store.bucket.openRead(store.key(object.key), signal);
+  } catch (err) {
+    if (err instanceof BackupError && err.reason === "ObjectNotFound") {
+      throw new BackupError("ObjectNotFound", `object ${object.key} listed in the manifest of ${store.url} is missing`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+function checkDigest(store: BackupStore, object: ManifestObject, digest: Sha256Stream, consequence: string): void {
+  const sha256 = digest.hash.digest("hex");
+  if (sha256 !== object.sha256 || digest.bytes !== object.size) {
+    throw new BackupError(
+      "ChecksumMismatch",
+      `object ${object.key} of ${store.url} is corrupt: ${digest.bytes} bytes with SHA-256 ${sha256}, but the manifest says ${object.size} bytes with SHA-256 ${object.sha256}; ${consequence}`,
+    );
+  }
+}
+
+export interface VerifiedObject {
+  /** The object's SQL, decompressed. Read it to the end (or destroy it). */
+  sql: Readable;
+  /**
+   * Resolves with the stored size once the last byte was read and size and
+   * SHA-256 matched the manifest; rejects otherwise.
+   */
+  verified: Promise<number>;
+}
+
+/**
+ * Streams an object's SQL from S3. `consequence` completes the message of a
+ * checksum mismatch (what happened to what was read).
+ */
+export async function streamObject(
+  store: BackupStore,
+  object: ManifestObject,
+  compression: Compression,
+  signal: AbortSignal | undefined,
+  consequence: string,
+): Promise<VerifiedObject> {
+  const body = await openObject(store, object, signal);
+  const digest = new Sha256Stream();
+  const sql = createDecompressor(compression);
+  const key = store.key(object.key);
+  const verified = new Promise<number>((resolve, reject) => {
+    pipe(body, digest, sql, (err) => {
+      if (err) {
+        reject(corrupt(err, `object ${object.key} of ${store.url}`) ?? store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, key)}`));
+        return;
+      }
+      try {
+        checkDigest(store, object, digest, consequence);
+        resolve(digest.bytes);
+      } catch (e) {
+        reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    });
+  });
+  // Whoever reads `sql` sees the failure; this keeps it from being unhandled meanwhile.
+  verified.catch(() => undefined);
+  return { sql, verified };
+}
+
+/** Downloads an object without keeping it, to check size and SHA-256 (InPlace mode's first pass). */
+export async function verifyObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined): Promise<number> {
+  const body = await openObject(store, object, signal);
+  const digest = new Sha256Stream();
+  const discard = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  try {
+    await pipeline(body, digest, discard, ...(signal ? [{ signal }] : []));
+  } catch (err) {
+    throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, store.key(object.key))}`);
+  }
+  checkDigest(store, object, digest, "nothing was applied");
+  return digest.bytes;
+}
+
+/** Reads an object into memory, verified (post-data objects, which the staged restore applies only after the swap). */
+export async function readObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined, maxBytes: number): Promise<Buffer> {
+  if (object.size > maxBytes) {
+    throw new BackupError(
+      "InvalidOptions",
+      `object ${object.key} of ${store.url} holds ${object.size} bytes of routines, views, triggers and events; a staged restore keeps these objects in memory until after the swap, and has room for ${maxBytes} more bytes of them. Restore with mode InPlace; nothing was changed`,
+    );
+  }
+  const body = await openObject(store, object, signal);
+  const digest = new Sha256Stream();
+  const chunks: Buffer[] = [];
+  const collect = new Writable({
+    write: (chunk: Buffer, _encoding, callback) => {
+      chunks.push(chunk);
+      callback(digest.bytes > maxBytes ? new BackupError("ChecksumMismatch", `object ${object.key} of ${store.url} is larger than the manifest says`) : null);
+    },
+  });
+  try {
+    await pipeline(body, digest, collect, ...(signal ? [{ signal }] : []));
+  } catch (err) {
+    if (err instanceof BackupError) throw err;
+    throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, store.key(object.key))}`);
+  }
+  checkDigest(store, object, digest, "nothing was changed");
+  return Buffer.concat(chunks);
+}
