@@ -53,7 +53,7 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
         client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, tasks: BackgroundTasks, slots: OperationSlots,
         connector: MySQLConnector, secrets: SecretReader, identity: string, settings: ManagerSettings,
       ) => ControllerSetup;
-      // The backup controller also takes the manager's Leadership (restores do not delete what another manager wrote).
+      // Backups and restores also take the manager's Leadership: both remove what an interrupted run wrote.
       const backup = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity, settings]: Parameters<Factory>): ControllerSetup => ({
         setup: (builder) => {
           registerInstanceInformer(cache, settings);
@@ -64,18 +64,18 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
             .complete(new BackupReconciler({ client, cache, events: events("mysqlbackup"), tasks, slots, connector, secrets, identity, leadership }));
         },
       });
-      const restore: Factory = (client, cache, events, tasks, slots, connector, secrets, identity, settings) => ({
+      const restore = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity, settings]: Parameters<Factory>): ControllerSetup => ({
         setup: (builder) => {
           registerInstanceInformer(cache, settings);
           cache.register(MySQLBackupKind.resource, { labelSelector: settings.target ? `${settings.targetLabel}=${settings.target}` : undefined });
           builder
             .named("mysqlrestore")
             .for(MySQLRestoreKind.resource)
-            .complete(new RestoreReconciler({ client, cache, events: events("mysqlrestore"), tasks, slots, connector, secrets, identity }));
+            .complete(new RestoreReconciler({ client, cache, events: events("mysqlrestore"), tasks, slots, connector, secrets, identity, leadership }));
         },
       });
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, [Tokens.Leadership, ...deps]);
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(restore, deps);
+      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(restore, [Tokens.Leadership, ...deps]);
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
         (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, clock: Clock, tasks: BackgroundTasks) => ({
           setup: (builder) => {

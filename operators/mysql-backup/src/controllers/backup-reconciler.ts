@@ -21,7 +21,6 @@ import {
   type ReconcileContext,
   type Reconciler,
   type Request,
-  type Leadership,
   type Result,
 } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
@@ -30,17 +29,14 @@ import { runBackup } from "../engine/index.ts";
 import { BucketClient, deleteBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, stopReason } from "./failures.ts";
-import { now, recordPending, type OperationDeps } from "./operation.ts";
+import { now, recordPending, takeOverWaitMs, type OperationDeps } from "./operation.ts";
 import { writeRunStatus } from "./run-status.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
 
 export const BACKUP_FINALIZER = "stateward.io/delete-stored-backup";
 const RT = MySQLBackupKind.resource;
 
-export interface BackupReconcilerDeps extends OperationDeps {
-  /** Aborts the backups of a manager that lost leadership; fences taking over another manager's run. */
-  leadership: Leadership;
-}
+export type BackupReconcilerDeps = OperationDeps;
 
 /** Deletion failures that retrying will not fix: the finalizer is released with a Warning instead. */
 const permanentDeleteFailures = new Set(["SecretNotFound", "SecretKeyMissing", "StorageAccessDenied", "BucketNotFound"]);
@@ -70,7 +66,7 @@ export class BackupReconciler implements Reconciler {
     if (phase === "Completed" || phase === "Failed") return undefined;
     if (phase === "Running") {
       if (this.d.tasks.isRunning(key)) return undefined;
-      const fenceMs = backup.status?.startedBy === this.d.identity ? 0 : this.d.leadership.previousLeaderFenceMs();
+      const fenceMs = takeOverWaitMs(this.d, backup.status);
       if (fenceMs > 0) {
         ctx.log.info("backup left Running by another manager; waiting until that manager has certainly stopped", {
           startedBy: backup.status?.startedBy, waitMs: fenceMs,

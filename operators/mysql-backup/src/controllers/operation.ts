@@ -1,6 +1,6 @@
 // What backups and restores share: their dependencies, timestamps, and the
 // Pending state they wait in (written only when its reason or message changes).
-import type { BackgroundTasks, Cache, EventRecorder, KubeClient, KubeObject, ResourceType } from "@stateward/core";
+import type { BackgroundTasks, Cache, EventRecorder, KubeClient, KubeObject, Leadership, ResourceType } from "@stateward/core";
 import type { MySQLConnector, SecretReader } from "@stateward/mysql";
 import { writeRunStatus, type RunStatus } from "./run-status.ts";
 import type { OperationSlots } from "./slots.ts";
@@ -15,6 +15,17 @@ export interface OperationDeps {
   secrets: SecretReader;
   /** This manager's identity, recorded as status.startedBy. */
   identity: string;
+  /** Aborts the operations of a manager that lost leadership; fences taking over another manager's run. */
+  leadership: Leadership;
+}
+
+/**
+ * How long to wait before treating a run left Running by another manager as
+ * interrupted (and removing what it wrote): that manager may still be writing
+ * until its lost lease has certainly expired. 0 for this manager's own runs.
+ */
+export function takeOverWaitMs(d: OperationDeps, status: RunStatus | undefined): number {
+  return status?.startedBy === d.identity ? 0 : d.leadership.previousLeaderFenceMs();
 }
 
 /** Now, as Kubernetes timestamps are written (seconds). */

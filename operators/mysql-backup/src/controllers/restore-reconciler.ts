@@ -13,6 +13,7 @@ import {
   hasFinalizer,
   isBeingDeleted,
   isNotFound,
+  LeadershipLostError,
   removeFinalizer,
   type ReconcileContext,
   type Reconciler,
@@ -24,7 +25,7 @@ import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore 
 import { cleanUpRestore, leftTargetUntouched, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure } from "./failures.ts";
-import { now, recordPending, type OperationDeps } from "./operation.ts";
+import { now, recordPending, takeOverWaitMs, type OperationDeps } from "./operation.ts";
 import { writeRunStatus } from "./run-status.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
 
@@ -72,6 +73,14 @@ export class RestoreReconciler implements Reconciler {
     }
     if (phase === "Running") {
       if (this.d.tasks.isRunning(key)) return undefined;
+      const fenceMs = takeOverWaitMs(this.d, found.status);
+      if (fenceMs > 0) {
+        // Its staging databases are dropped below: not while the other manager may still write them.
+        ctx.log.info("restore left Running by another manager; waiting until that manager has certainly stopped", {
+          startedBy: found.status?.startedBy, waitMs: fenceMs,
+        });
+        return { requeueAfter: fenceMs };
+      }
       const by = found.status?.startedBy ? ` (${found.status.startedBy})` : "";
       const message = `The manager running this restore${by} stopped before it finished. ${await this.cleanUp(found, ctx)} Create a new MySQLRestore to restore again.`;
       await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Failed", completionTime: now() }, { status: "False", reason: "Interrupted", message });
@@ -121,6 +130,11 @@ export class RestoreReconciler implements Reconciler {
           }, { status: "True", reason: "Completed", message: `Restored ${result.objects} objects (${result.databases.join(", ")}) from ${result.location}` });
           await this.d.events.record(restore, "Normal", "Completed", `Restore completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects from ${result.location}`);
         } catch (err) {
+          if (signal.reason instanceof LeadershipLostError) {
+            // Not the leader any more: the new leader marks the run Interrupted once this manager has certainly stopped.
+            ctx.log.warn("restore stopped: this manager lost leadership", { restore: `${ns}/${req.name}` });
+            return;
+          }
           const deleted = this.deleting.has(key);
           const f = describeFailure(err, signal.aborted ? (deleted ? "the MySQLRestore was deleted" : "the manager is shutting down") : undefined);
           const reason = deleted ? "Deleted" : f.reason;
