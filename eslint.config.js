@@ -1,6 +1,6 @@
 // Lint for the whole workspace: typescript-eslint's recommended type-aware
 // rules, plus Nx's module-boundary rule, which turns the dependency direction
-// of DESIGN.md (cli -> operators -> mysql -> core) into a checked fact.
+// of docs/architecture.md (cli -> operators -> mysql -> core) into a checked fact.
 import js from "@eslint/js";
 import nx from "@nx/eslint-plugin";
 import tseslint from "typescript-eslint";

@@ -42,7 +42,7 @@ describe("dev-up / dev-down", () => {
       expect(up.stdout).toMatch(/Up in/);
       const nodes = await run(tools.kubectl(), ["--kubeconfig", join(dir, "kubeconfig"), "get", "nodes", "-o", "name"]);
       expect(nodes.stdout.trim().split("\n")).toHaveLength(3);
-      // The env file exports what DESIGN.md promises.
+      // The env file exports what the README promises.
       const envFile = readFileSync(join(dir, "env"), "utf8");
       for (const v of ["KUBECONFIG", "MYSQL_HOST", "MYSQL_PORT", "MYSQL_ROOT_PASSWORD", "S3_ENDPOINT", "S3_REGION",
         "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "S3_BUCKET", "PATH"]) {

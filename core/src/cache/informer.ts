@@ -1,5 +1,5 @@
 // An informer on the raw LIST and WATCH calls (not client-node's ListWatch;
-// see TESTENV.md for why): paged list, then watch from the list's
+// docs/test-environment.md says why): paged list, then watch from the list's
 // resourceVersion with bookmarks; relist on 410 Gone; an inactivity watchdog
 // that restarts a silent stream (half-open connections are silent forever);
 // jittered exponential backoff between failed attempts; it never stops for

@@ -84,7 +84,7 @@ function flagValue(args: string[], flag: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-// The permissions each part needs in the watched scope (DESIGN.md, the issue's list).
+// The permissions each part needs in the watched scope (docs/architecture.md: what each operator reads and writes).
 const perms = (group: string, resources: string[], verbs: string[]) =>
   resources.flatMap((r) => verbs.map((v) => `${group}/${r}:${v}`));
 // Exactly what each operator's requests use (rbac.test.ts proves it).

@@ -23,7 +23,7 @@ describe("the CRDs", () => {
     expect(grants).toMatchObject({ "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["database", "table"] });
   });
 
-  it("default what DESIGN.md says", () => {
+  it("defaults what docs/conventions.md and the README promise (host %, Delete, port 3306)", () => {
     const p = spec?.properties ?? {};
     expect(p.host?.default).toBe("%");
     expect(p.deletionPolicy).toMatchObject({ enum: ["Delete", "Retain"], default: "Delete" });

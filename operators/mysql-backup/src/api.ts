@@ -1,5 +1,5 @@
 // The kinds of the mysql-backup operator: MySQLBackup and MySQLRestore.
-// Field semantics follow DESIGN.md "The API"; each field's description is
+// Field semantics follow docs/conventions.md; each field's description is
 // what `kubectl explain` shows.
 import {
   array,

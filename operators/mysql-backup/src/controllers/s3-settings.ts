@@ -32,7 +32,7 @@ export async function resolveS3(namespace: string, spec: S3Spec, secrets: Secret
   };
 }
 
-/** `<prefix>/<namespace>/<name>`, the folder of one backup (DESIGN.md "Backup format"). */
+/** `<prefix>/<namespace>/<name>`, the folder of one backup (docs/conventions.md, "The backup format"). */
 export function backupFolder(prefix: string | undefined, namespace: string, name: string): string {
   const p = (prefix ?? "").replace(/^\/+|\/+$/g, "");
   return [p, namespace, name].filter(Boolean).join("/");
