@@ -66,6 +66,10 @@ CREATE TABLE IF NOT EXISTS shop.orders (id INT PRIMARY KEY, customer VARCHAR(64)
 INSERT IGNORE INTO shop.orders VALUES (1, 'Ada', 42.00, '2026-11-01 10:00:00'), (2, 'Grace', 17.50, '2026-11-02 11:30:00'), (3, 'Ken', 99.90, '2026-11-03 09:15:00');
 SQL
 echo "shop.orders: $(mariadb -h "$MYSQL_HOST" -P "$MYSQL_PORT" -u root ${MYSQL_ROOT_PASSWORD:+-p"$MYSQL_ROOT_PASSWORD"} -N -e 'SELECT COUNT(*) FROM shop.orders') rows"
+# The operator never takes over an account that already exists unless the DatabaseUser says
+# so (spec.adoptExisting). An earlier demo against this same server leaves `shop`@`%` behind
+# (its control plane is gone, the server is not): then this demo opts in, and says so.
+SHOP_EXISTS=$(mariadb -h "$MYSQL_HOST" -P "$MYSQL_PORT" -u root ${MYSQL_ROOT_PASSWORD:+-p"$MYSQL_ROOT_PASSWORD"} -N -e "SELECT COUNT(*) FROM mysql.user WHERE User = 'shop' AND Host = '%'")
 
 step "Applying examples/ to namespace $NS"
 kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
@@ -76,6 +80,11 @@ for f in examples/database-user/*.yaml examples/mysql-backup/*.yaml; do
   sed -e "s|http://127.0.0.1:9000|$S3_ENDPOINT|" -e "s|^  port: 3306$|  port: $MYSQL_PORT|" "$f"
   echo "---"
 done | kubectl -n "$NS" apply -f -
+
+if [[ "$SHOP_EXISTS" != 0 ]]; then
+  echo "The account shop@% already exists on $MYSQL_HOST:$MYSQL_PORT (an earlier demo?): adopting it with spec.adoptExisting"
+  kubectl -n "$NS" patch databaseuser shop --type merge -p '{"spec":{"adoptExisting":true}}' >/dev/null
+fi
 
 step "Applying examples/mysql-cluster (a primary and two replicas) to namespace $NS"
 if [[ -n "$REAL_NODE" ]]; then

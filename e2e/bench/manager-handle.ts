@@ -36,12 +36,17 @@ export interface ManagerHandle {
   running(): boolean;
 }
 
-export async function startManagerProcess(config: ManagerProcessConfig, logFile: string, timeoutMs: number): Promise<ManagerHandle> {
+/** `env`: variables set for the manager process on top of this one's (e.g. a TMPDIR). */
+export async function startManagerProcess(config: ManagerProcessConfig, logFile: string, timeoutMs: number, env: Record<string, string> = {}): Promise<ManagerHandle> {
   const fd = openSync(logFile, "a");
   const started = performance.now();
   let child: ChildProcess;
   try {
-    child = fork(entry, [JSON.stringify(config)], { stdio: ["ignore", fd, fd, "ipc"], execArgv: [...process.execArgv, "--expose-gc"] });
+    child = fork(entry, [JSON.stringify(config)], {
+      stdio: ["ignore", fd, fd, "ipc"],
+      execArgv: [...process.execArgv, "--expose-gc"],
+      env: { ...process.env, ...env },
+    });
   } finally {
     closeSync(fd);
   }

@@ -6,7 +6,8 @@
 //   <pod>.<service>.<ns>.svc.cluster.local -> the pod's IP
 //   <service>.<ns>.svc.cluster.local       -> the IP of a Ready pod its selector picks
 // (the primary Service follows the role label, as kube-proxy would).
-// Anything else is returned unchanged.
+// Anything else is returned unchanged. With CoreDNS, the servers in the pods
+// are told the names themselves (resolveForServer).
 import { builtin, type KubeClient, type KubeObject } from "@stateward/core";
 import type { ServerAddress, ServerAddressResolver } from "@stateward/mysql";
 
@@ -22,9 +23,21 @@ const SUFFIX = ".svc.cluster.local";
 
 export class PodAddresses implements ServerAddressResolver {
   private readonly client: KubeClient;
+  private readonly clusterDns: boolean;
 
-  constructor(client: KubeClient) {
+  /** `clusterDns`: the node serves cluster DNS to its pods (CoreDNS runs), so servers are told names. */
+  constructor(client: KubeClient, opts: { clusterDns?: boolean } = {}) {
     this.client = client;
+    this.clusterDns = opts.clusterDns ?? false;
+  }
+
+  /**
+   * With the node's CoreDNS the pods resolve cluster DNS names themselves: a
+   * replica follows the primary by its name, as in any cluster. Without it,
+   * by the IP this process resolves the name to.
+   */
+  resolveForServer(address: ServerAddress): Promise<ServerAddress> {
+    return this.clusterDns ? Promise.resolve(address) : this.resolve(address);
   }
 
   async resolve(address: ServerAddress): Promise<ServerAddress> {

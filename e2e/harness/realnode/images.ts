@@ -158,8 +158,14 @@ async function buildOne(recipe: ImageRecipe, work: string, out: string): Promise
       return;
     }
     case "mariadb": {
-      const mirror = process.env.DEBIAN_MIRROR ?? "http://deb.debian.org/debian";
-      const security = process.env.DEBIAN_SECURITY_MIRROR ?? "http://deb.debian.org/debian-security";
+      const host = hostDebianMirrors(DEBIAN_SUITE);
+      const mirror = process.env.DEBIAN_MIRROR ?? host.main;
+      const security = process.env.DEBIAN_SECURITY_MIRROR ?? host.security;
+      if (!mirror || !security) {
+        throw new EnvironmentError(
+          `no Debian ${DEBIAN_SUITE} mirror found in this machine's apt sources (/etc/apt/sources.list{,.d/}): set DEBIAN_MIRROR and DEBIAN_SECURITY_MIRROR`,
+        );
+      }
       const hooks = join(imagesSrc, "mariadb");
       await sh("mmdebstrap", [
         "--variant=minbase",
@@ -193,6 +199,38 @@ async function buildOne(recipe: ImageRecipe, work: string, out: string): Promise
     default:
       throw new EnvironmentError(`unknown node image ${recipe.name}`);
   }
+}
+
+/**
+ * The archive and security mirrors this machine's apt already uses for `suite`
+ * (deb822 `.sources` files and one-line `sources.list` entries): the image is
+ * built from the same place the machine's own packages come from.
+ */
+export function hostDebianMirrors(suite: string, aptDir = "/etc/apt"): { main?: string; security?: string } {
+  const entries: { uri: string; suites: string[] }[] = [];
+  const files = [join(aptDir, "sources.list")];
+  const dir = join(aptDir, "sources.list.d");
+  if (existsSync(dir)) for (const f of readdirSync(dir)) files.push(join(dir, f));
+  for (const file of files) {
+    if (!existsSync(file)) continue;
+    const text = readFileSync(file, "utf8");
+    if (file.endsWith(".sources")) {
+      for (const block of text.split(/\n\s*\n/)) {
+        const field = (name: string) => block.match(new RegExp(`^${name}:\\s*(.+)$`, "mi"))?.[1]?.trim().split(/\s+/) ?? [];
+        if (!field("Types").includes("deb")) continue;
+        for (const uri of field("URIs")) entries.push({ uri, suites: field("Suites") });
+      }
+    } else if (file.endsWith(".list")) {
+      for (const line of text.split("\n")) {
+        const m = line.match(/^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)/);
+        if (m?.[1] && m[2]) entries.push({ uri: m[1], suites: [m[2]] });
+      }
+    }
+  }
+  return {
+    main: entries.find((e) => e.suites.includes(suite))?.uri,
+    security: entries.find((e) => e.suites.includes(`${suite}-security`))?.uri,
+  };
 }
 
 /** Builds the images not in the cache yet (all, or those named). Returns what was built, with seconds. */

@@ -103,8 +103,8 @@ async function blockedOnTarget(): Promise<string> {
   }, 120_000, 100);
 }
 
-async function startManager(n: number): Promise<ManagerHandle> {
-  return startManagerProcess({ kubeconfig: env.kubeconfig, namespace: ns, operators: "mysql-backup" }, join(logDir, `restore-safety-${suffix}-manager-${n}.log`), 60_000);
+async function startManager(n: number, processEnv: Record<string, string> = {}): Promise<ManagerHandle> {
+  return startManagerProcess({ kubeconfig: env.kubeconfig, namespace: ns, operators: "mysql-backup" }, join(logDir, `restore-safety-${suffix}-manager-${n}.log`), 60_000, processEnv);
 }
 
 beforeAll(async () => {
@@ -277,7 +277,10 @@ describe("restore safety", () => {
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await fingerprint(admin, db)).toEqual(before);
 
-    manager = await startManager(2);
+    // This manager has no local temporary space at all (its TMPDIR does not exist): a restore
+    // streams from S3 into the server and stages nothing on the manager's disk (the chart gives
+    // /tmp 64Mi, less than one data object may hold).
+    manager = await startManager(2, { TMPDIR: join(logDir, `no-such-dir-${suffix}`) });
     const failed = await finished<MySQLRestore>(RS, "killed");
     const ready = findCondition(failed.status?.conditions, "Ready");
     expect(ready?.reason).toBe("Interrupted");
@@ -286,7 +289,7 @@ describe("restore safety", () => {
     expect(await fingerprint(admin, db)).toEqual(before);
   }, 240_000);
 
-  it("then restores the backup over the changed target: tables, the trigger and the view as backed up", async () => {
+  it("then restores the backup over the changed target, with no local temporary space: tables, the trigger and the view as backed up", async () => {
     await client.create(RS, restore("good"));
     const done = await finished<MySQLRestore>(RS, "good");
     const ready = findCondition(done.status?.conditions, "Ready");

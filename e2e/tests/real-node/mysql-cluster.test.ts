@@ -36,7 +36,7 @@ const run = promisify(execFile);
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const MYC = MySQLClusterKind.resource;
-const addresses = new PodAddresses(client);
+let addresses = new PodAddresses(client);
 const name = "orders";
 const names = clusterNames(name);
 const kubectl = (...args: string[]) => run(tools.kubectl(), [`--kubeconfig=${env.kubeconfig}`, ...args], { timeout: 60_000 });
@@ -129,6 +129,7 @@ class Writer {
 describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
   beforeAll(async () => {
     node = await useRealNode(env);
+    addresses = new PodAddresses(client, { clusterDns: node.clusterDns });
     ns = `realnode-${randomBytes(3).toString("hex")}`;
     // Every pod of the namespace goes to the real node (the operator's template has no selector of ours).
     await client.create(builtin.namespace, { metadata: { name: ns, annotations: namespaceAnnotations } });
@@ -197,6 +198,11 @@ describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
       expect([status?.Slave_IO_Running, status?.Slave_SQL_Running]).toEqual(["Yes", "Yes"]);
     }
     if (!node.clusterDns) return; // CoreDNS not built on this machine: the names are not served to pods
+    // The replicas follow the primary by its DNS name, resolved inside their pods.
+    for (const replica of [`${name}-1`, `${name}-2`]) {
+      const [status] = await query<{ Master_Host: string }>(replica, "SHOW SLAVE STATUS");
+      expect(status?.Master_Host).toBe(podHost(name, ns, 0));
+    }
     // From inside the replica's container, the primary by its name (CoreDNS on the node).
     const password = await rootPassword();
     const primary = podHost(name, ns, 0);

@@ -14,6 +14,18 @@ export interface ServerAddress {
 export interface ServerAddressResolver {
   /** The address to connect to for a server known as `address`. */
   resolve(address: ServerAddress): Promise<ServerAddress>;
+  /**
+   * The address a MySQL server is told to replicate from, for a server known
+   * as `address`. The servers may reach names the operator cannot (inside a
+   * cluster, pods resolve each other's DNS names even where the operator's
+   * process does not), so this can differ from `resolve`. Defaults to `resolve`.
+   */
+  resolveForServer?(address: ServerAddress): Promise<ServerAddress>;
+}
+
+/** Where a MySQL server is told to reach the server known as `address` (its replication source). */
+export function replicationSource(resolver: ServerAddressResolver, address: ServerAddress): Promise<ServerAddress> {
+  return resolver.resolveForServer ? resolver.resolveForServer(address) : resolver.resolve(address);
 }
 
 /** The resolver used in a cluster: names are reached as they are. */

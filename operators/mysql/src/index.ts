@@ -2,7 +2,7 @@
 // MySQLInstance kind, the per-instance connection pools, identifier quoting,
 // flavor detection, the privilege catalogue and the SHOW GRANTS parser.
 export { CLUSTER_REPLICATION_USER, SYSTEM_USERS } from "./accounts.ts";
-export { directAddresses, type ServerAddress, type ServerAddressResolver } from "./addresses.ts";
+export { directAddresses, replicationSource, type ServerAddress, type ServerAddressResolver } from "./addresses.ts";
 export { poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 export { InstanceConnection, MySQLConnector, type ConnectError, type ConnectorOptions, type SqlValue, type StatementObservation } from "./connector.ts";
 export { MySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";

@@ -54,6 +54,7 @@ import {
   type InstanceConnection,
   type MySQLConnector,
   type SecretReader,
+  replicationSource,
   type ServerAddressResolver,
 } from "@stateward/mysql";
 import { randomBytes } from "node:crypto";
@@ -544,7 +545,7 @@ export class ClusterReconciler implements Reconciler {
     const ns = cluster.metadata.namespace ?? "";
     const pName = podName(name, ordinal);
     const conn = await connectMember(this.d.connector, cluster, ordinal, pod.metadata.uid ?? "");
-    const source = await this.d.addresses.resolve({ host: podHost(name, ns, primaryOrdinal), port: MYSQL_PORT });
+    const source = await replicationSource(this.d.addresses, { host: podHost(name, ns, primaryOrdinal), port: MYSQL_PORT });
     let replica = await readReplica(conn);
     // A seed under way holds the replica (its copy is half there): nothing else is done to it.
     const seeding = this.seeding.running(ns, name, pName);
@@ -776,12 +777,12 @@ export class ClusterReconciler implements Reconciler {
     try {
       const oldPrimary = await connectMember(this.d.connector, cluster, from.ordinal, fromPod?.metadata.uid ?? "");
       const candidate = await connectMember(this.d.connector, cluster, to.ordinal, toPod?.metadata.uid ?? "");
-      const result = await switchover(oldPrimary, candidate, SWITCHOVER_CATCH_UP_MS);
+      const result = await switchover(oldPrimary, candidate, SWITCHOVER_CATCH_UP_MS, ctx.signal);
       // The new primary is on record before anything else: a restart from here on finds it.
       await this.recordStatus(cluster, { currentPrimary: to.name }, (s) => s.currentPrimary === to.name);
       await this.d.client.patch(builtin.pod, ns, to.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);
       await this.d.client.patch(builtin.pod, ns, from.name, { metadata: { labels: { [ROLE_LABEL]: "replica" } } }).catch(ignoreNotFound);
-      const source = await this.d.addresses.resolve({ host: podHost(name, ns, to.ordinal), port: MYSQL_PORT });
+      const source = await replicationSource(this.d.addresses, { host: podHost(name, ns, to.ordinal), port: MYSQL_PORT });
       await startReplica(oldPrimary, source, replicationPassword);
       ctx.log.info("switched over", { from: from.name, to: to.name, readOnlyMs: result.readOnlyMs });
       await this.d.events.record(cluster, "Normal", "SwitchedOver", `${to.name} is the primary (was ${from.name}); writes were refused for ${result.readOnlyMs} ms; no transaction was left behind (GTID ${result.position})`);

@@ -36,8 +36,14 @@ async function setReadOnly(conn: InstanceConnection, on: boolean): Promise<void>
  * On failure before the promotion the old primary is made writable again.
  * @throws SwitchoverError when the candidate does not catch up in time
  */
-export async function switchover(from: InstanceConnection, to: InstanceConnection, catchUpMs: number): Promise<SwitchoverResult> {
+/**
+ * `signal` (the reconcile's: aborted when this manager stops or loses leadership) is checked
+ * before each step: an aborted switchover gives the old primary its writes back and changes
+ * nothing else, so a new leader finds the cluster as status says.
+ */
+export async function switchover(from: InstanceConnection, to: InstanceConnection, catchUpMs: number, signal?: AbortSignal): Promise<SwitchoverResult> {
   const flavor = from.server.flavor;
+  signal?.throwIfAborted();
   await setReadOnly(from, true);
   const started = performance.now();
   let position: string;
@@ -50,8 +56,10 @@ export async function switchover(from: InstanceConnection, to: InstanceConnectio
       if (Date.now() > until) {
         throw new SwitchoverError(`the candidate had not applied the primary's transactions (up to ${position}) after ${Math.round(catchUpMs / 1000)} s; the old primary takes writes again`);
       }
+      signal?.throwIfAborted();
       await sleep(50);
     }
+    signal?.throwIfAborted();
     await stopReplica(to);
     await setReadOnly(to, false);
   } catch (err) {
