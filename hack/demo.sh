@@ -126,7 +126,7 @@ unset MYSQL_PWD
 
 step "Applying examples/mysql-cluster/03-backup.yaml (a backup of the cluster's orders database)"
 sed -e "s|http://127.0.0.1:9000|$S3_ENDPOINT|" examples/mysql-cluster/03-backup.yaml | kubectl -n "$NS" apply -f -
-kubectl -n "$NS" wait --for=condition=Ready --timeout=180s databaseuser/orders-app
+kubectl -n "$NS" wait --for=condition=Ready --timeout=180s mysqlinstance/orders-db databaseuser/orders-app
 kubectl -n "$NS" wait --for=jsonpath='{.status.phase}'=Completed --timeout=300s mysqlbackup/orders-db-manual
 
 step "kubectl get stateward -n $NS"

@@ -7,13 +7,19 @@ import type { Cache, InformerEvent, InformerScope } from "../cache/index.ts";
 import { objectKey, splitKey, type KubeObject, type ResourceType } from "../client/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { Metrics } from "../metrics/index.ts";
-import { WorkQueue } from "../queue/index.ts";
+import { ExponentialFailureRateLimiter, WorkQueue } from "../queue/index.ts";
 import type { Predicate } from "./predicates.ts";
 import { TerminalError, requestKey, type Reconciler, type Request } from "./reconciler.ts";
 
 export interface ControllerOptions {
   /** Workers reconciling different objects at once. Defaults to 1, as controller-runtime. */
   maxConcurrentReconciles?: number;
+  /**
+   * The longest wait before a failed reconcile is retried. Defaults to 1000 s (client-go's
+   * per-item backoff). Lower it for a kind whose status should follow something outside the
+   * cluster that heals by itself (a server coming back): the backoff still grows, up to this.
+   */
+  maxRetryDelayMs?: number;
 }
 
 export type MapFunc<T extends KubeObject = KubeObject> = (obj: T) => Request[];
@@ -45,7 +51,11 @@ export class Controller {
     this.deps = deps;
     this.maxConcurrent = opts.maxConcurrentReconciles ?? 1;
     this.log = deps.logger.child({ controller: name });
-    this.queue = new WorkQueue({ name, metrics: deps.metrics.queueMetrics(name) });
+    this.queue = new WorkQueue({
+      name,
+      metrics: deps.metrics.queueMetrics(name),
+      ...(opts.maxRetryDelayMs === undefined ? {} : { rateLimiter: new ExponentialFailureRateLimiter({ maxDelayMs: opts.maxRetryDelayMs }) }),
+    });
     this.signal = deps.leadership ? AbortSignal.any([this.stopper.signal, deps.leadership]) : this.stopper.signal;
   }
 

@@ -74,6 +74,10 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
               .for(MYI, [generationChanged])
               // Secrets are cached as metadata only: a change bumps the resourceVersion; SecretReader GETs the one it needs.
               .watches(builtin.secret, (secret) => cache.byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, objectIndexKey(secret)).map(toRequest), [], { metadataOnly: true })
+              // A server that does not answer is tried again at least as often as a healthy one is
+              // checked: its status follows the server (a cluster's primary coming up, a restart),
+              // not a backoff grown to many minutes.
+              .withOptions({ maxRetryDelayMs: options.instanceCheckIntervalMs ?? 60_000 })
               .complete(new MySQLInstanceReconciler(client, cache, events("mysqlinstance"), connector, { checkIntervalMs: options.instanceCheckIntervalMs }));
             // After complete(): the kind is registered with the target selector by then (an indexer added first would register it unfiltered).
             cache.addIndexer<MySQLInstance>(MYI, INSTANCE_BY_SECRET, instanceSecrets);
