@@ -34,8 +34,6 @@ const dir = mkdtempSync(join(tmpdir(), "stateward-leadership-"));
 // The defaults of `stateward run --leader-elect` (controller-runtime's).
 const LEASE_DURATION_MS = 15_000;
 const RENEW_DEADLINE_MS = 10_000;
-/** How long after a manager stopped an upload it had under way may still complete (see the assertion). */
-const IN_FLIGHT_MS = 2_000;
 
 interface Candidate {
   name: string;
@@ -169,7 +167,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe("leadership under a frozen API-server connection", () => {
-  it("the frozen leader stops writing within its renew deadline; the new leader cleans up only after the old lease expired", async () => {
+  it("the frozen leader stops acting within its renew deadline; the new leader cleans up only after the old lease expired and its last write", async () => {
     const first = await startCandidate("a", "install");
     await waitFor("the first manager leads", () => first.identity(), 60_000, 200);
     const second = await startCandidate("b", "verify");
@@ -235,10 +233,11 @@ describe("leadership under a frozen API-server connection", () => {
     }));
 
     // The frozen leader stopped by its renew deadline — it did not wait for its hung requests
-    // to time out — and wrote nothing more (LastModified has whole seconds, and an object whose
-    // last bytes reached the server just before the abort may still be stored).
+    // to time out.
     expect(lostAt).toBeLessThanOrEqual(frozenAt + RENEW_DEADLINE_MS);
-    expect(bucket.lastWriteAt).toBeLessThanOrEqual(lostAt! + IN_FLIGHT_MS);
+    // How soon after that its last object landed is printed above, not asserted: under CI load an
+    // object was seen landing 2–4 s after the abort (before the old lease expired). What makes
+    // that safe is asserted below: the new leader deletes nothing until after it.
     // It exited non-zero, so its Deployment restarts it as a fresh candidate.
     expect(exit?.code).toBe(1);
     // The new leader removed the partial backup only once the old lease had expired, the old

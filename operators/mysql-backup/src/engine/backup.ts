@@ -200,6 +200,7 @@ export async function runBackup(options: BackupOptions): Promise<BackupResult> {
   // leadership would still be writing). The client opens new connections for the cleanup.
   const onAbort = (): void => {
     stopAll();
+    store.bucket.refuseWrites(abortedError("the backup", signal));
     store.bucket.client.destroy();
   };
   signal?.addEventListener("abort", onAbort, { once: true });

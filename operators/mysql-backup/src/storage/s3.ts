@@ -359,7 +359,29 @@ export class BucketClient {
   destroy(): void {
     this.client.destroy();
   }
+
+  /**
+   * From now on this client writes nothing more: every request that would store
+   * data (a PUT, a multipart upload's create, part or complete) fails before it
+   * is sent, with `reason`; reads, deletes and aborts still go through, for the
+   * cleanup. For a backup told to stop — a manager that lost leadership must not
+   * store another byte, and parallel work that has not seen the abort yet would
+   * otherwise open new connections (destroy() only closes the current ones).
+   */
+  refuseWrites(reason: Error): void {
+    if (this.writesRefused) return;
+    this.writesRefused = true;
+    this.client.middlewareStack.add(
+      (next, context) => (args) => (STORING_COMMANDS.has(context.commandName ?? "") ? Promise.reject(reason) : next(args)),
+      { step: "initialize", name: "statewardRefuseWrites" },
+    );
+  }
+
+  private writesRefused = false;
 }
+
+/** The S3 commands that store data. */
+const STORING_COMMANDS = new Set(["PutObjectCommand", "CreateMultipartUploadCommand", "UploadPartCommand", "CompleteMultipartUploadCommand"]);
 
 /** The objects of one backup: keys are relative to the backup's folder. */
 export class BackupStore {
