@@ -1,5 +1,6 @@
 // Public surface of @stateward/operator-mysql-backup.
 // The backup engine (Kubernetes-free): consistent dumps to S3, restores, deletion.
+export { BackupError, isBackupError, type BackupFailureReason } from "./errors.ts";
 export * from "./engine/index.ts";
 export * from "./restore/index.ts";
 export * from "./storage/index.ts";

@@ -2,7 +2,7 @@
 // message a user can act on. Messages never carry credentials: the engine's
 // and the MySQL package's errors are already stripped of them.
 import { MissingSecretError, MySQLError } from "@stateward/mysql";
-import { isBackupError } from "../engine/index.ts";
+import { isBackupError } from "../errors.ts";
 
 export interface Failure {
   reason: string;

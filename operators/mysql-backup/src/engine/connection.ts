@@ -2,7 +2,7 @@
 // can be streamed), with every MySQL error mapped to a BackupError whose
 // reason says what happened.
 import mysql, { type Connection, type QueryError, type RowDataPacket, type SslOptions } from "mysql2";
-import { BackupError, messageOf, type BackupFailureReason } from "./errors.ts";
+import { BackupError, messageOf, type BackupFailureReason } from "../errors.ts";
 import type { ServerFlavor } from "../storage/manifest.ts";
 
 /** How to log in to a MySQL or MariaDB server. */

@@ -10,8 +10,7 @@
 //   await runRestore({ target, source: await locateRestoreSource({ ...s3, bucket, path }), databases });
 //   await deleteBackup(storage);  // deletionPolicy: Delete, and after a manager restart mid-backup
 //
-// Every failure is a BackupError: `reason` fits a condition's reason as is,
+// Every failure is a BackupError (../errors.ts): `reason` fits a condition's reason as is,
 // `message` says what to do, `retryable` says whether trying again may help.
 export { runBackup, type BackupOptions, type BackupProgress, type BackupResult } from "./backup.ts";
 export { type MySQLConnectionOptions } from "./connection.ts";
-export { BackupError, isBackupError, type BackupFailureReason } from "./errors.ts";

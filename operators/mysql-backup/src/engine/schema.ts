@@ -9,7 +9,7 @@
 //
 // Every object is plain SQL a stock `mariadb`/`mysql` client applies: the
 // bodies of routines, triggers and events sit between DELIMITER lines.
-import { BackupError } from "./errors.ts";
+import { BackupError } from "../errors.ts";
 import type { MySQLSession } from "./connection.ts";
 import { viewPlaceholder, type ColumnInfo } from "@stateward/mysql";
 import { charsetName, qualifiedName, quoteIdentifier, stringLiteral } from "./sql.ts";

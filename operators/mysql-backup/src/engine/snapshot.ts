@@ -4,7 +4,7 @@
 // position read while still locked, then the lock released. Every connection
 // then sees exactly the data of that position, however long the dump takes.
 import type { MySQLSession, ServerFlavor } from "./connection.ts";
-import { BackupError } from "./errors.ts";
+import { BackupError } from "../errors.ts";
 import type { ReplicationPosition } from "../storage/manifest.ts";
 
 export interface Snapshot {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BackupError } from "./errors.ts";
+import { BackupError } from "../errors.ts";
 import { charsetName, qualifiedName, quoteIdentifier, stringLiteral, validateIdentifier } from "./sql.ts";
 
 describe("SQL quoting", () => {

@@ -2,7 +2,7 @@
 // (or from a user's `databases` list) and are validated, then quoted with
 // backticks doubled; the few values written into objects (sql_mode, time
 // zone, collation names read from the server) are escaped string literals.
-import { BackupError } from "./errors.ts";
+import { BackupError } from "../errors.ts";
 
 /** MySQL's limit for database, table, column and routine names, in characters. */
 const maxIdentifierLength = 64;

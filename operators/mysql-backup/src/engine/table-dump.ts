@@ -6,7 +6,7 @@
 import type { Readable } from "node:stream";
 import type { MySQLSession } from "./connection.ts";
 import { mysqlFailure } from "./connection.ts";
-import { BackupError } from "./errors.ts";
+import { BackupError } from "../errors.ts";
 import { dumpedColumns, insertPrefix, rowExpression } from "@stateward/mysql";
 import { objectHeader, type TableSchema } from "./schema.ts";
 import { qualifiedName, quoteIdentifier } from "./sql.ts";

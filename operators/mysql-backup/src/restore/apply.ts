@@ -2,7 +2,8 @@
 // connection, statement by statement, as the `mariadb` client would.
 import type { MySQLSession } from "../engine/connection.ts";
 import { mysqlFailure, withoutStatement } from "../engine/connection.ts";
-import { abortedError, BackupError, messageOf } from "../engine/errors.ts";
+import { abortedError } from "../engine/errors.ts";
+import { BackupError, messageOf } from "../errors.ts";
 import { StatementSplitter, type Statement } from "./statements.ts";
 
 export interface ApplyOptions {

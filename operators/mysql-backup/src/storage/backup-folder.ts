@@ -1,6 +1,6 @@
 // Operations on a whole backup folder: read its manifest, delete it.
 import { createHash } from "node:crypto";
-import { BackupError } from "../engine/errors.ts";
+import { BackupError } from "../errors.ts";
 import { manifestFileName, parseManifest, type BackupManifest } from "./manifest.ts";
 import { BackupStore, describeLocation, type S3Location } from "./s3.ts";
 

@@ -2,7 +2,7 @@
 // that a user can decompress any object with the stock `gunzip` or `zstd -d`.
 import { PassThrough, type Transform } from "node:stream";
 import zlib from "node:zlib";
-import { BackupError } from "../engine/errors.ts";
+import { BackupError } from "../errors.ts";
 
 export type Compression = "gzip" | "zstd" | "none";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BackupError } from "../engine/errors.ts";
+import { BackupError } from "../errors.ts";
 import { manifestFormat, parseManifest, serializeManifest, type BackupManifest } from "./manifest.ts";
 
 const sha = "a".repeat(64);

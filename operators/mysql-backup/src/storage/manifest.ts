@@ -1,7 +1,7 @@
 // manifest.json: what a backup contains, in restore order, with each object's
 // size and SHA-256. Written last, so its presence means "complete"; read back
 // (and validated) before any restore.
-import { BackupError } from "../engine/errors.ts";
+import { BackupError } from "../errors.ts";
 import { compressions, type Compression } from "./compression.ts";
 
 export const manifestFileName = "manifest.json";

@@ -6,7 +6,7 @@ import { createHash, type Hash } from "node:crypto";
 import { once } from "node:events";
 import { Transform, pipeline, type TransformCallback } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
-import { BackupError } from "../engine/errors.ts";
+import { BackupError } from "../errors.ts";
 import { createCompressor, type Compression } from "./compression.ts";
 import { describeLocation, type BackupStore } from "./s3.ts";
 

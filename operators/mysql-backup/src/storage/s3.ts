@@ -17,7 +17,7 @@ import {
 import { Agent } from "node:https";
 import { Readable } from "node:stream";
 import { rootCertificates } from "node:tls";
-import { BackupError, messageOf } from "../engine/errors.ts";
+import { BackupError, messageOf } from "../errors.ts";
 import { isBackupKey } from "./layout.ts";
 
 /** How to reach an S3-compatible store. */
