@@ -1,10 +1,14 @@
 // runBackup: a consistent, verifiable backup of MySQL databases into an S3
-// folder. Order of work:
-//   1. check the bucket (and that no complete backup is already there)
-//   2. connect; take the snapshot (snapshot.ts); read the schema
-//   3. dump tables in parallel, one connection each, largest first;
-//      meanwhile upload the schema and post-data objects
-//   4. write manifest.json — last, so its presence means "complete"
+// folder. It reads as its phases, each a function below:
+//   1. claimFolder: check the bucket (and that no complete backup is already
+//      there), and empty the folder of what an earlier attempt left
+//   2. connectAndSnapshot: connect; take the snapshot (snapshot.ts)
+//   3. readSchemas: every database's definition, inside the snapshot
+//   4. dumpDatabases: dump tables in parallel, one connection each, largest
+//      first; meanwhile upload the schema and post-data objects
+//   5. buildManifest, writeManifest: manifest.json — last, so its presence
+//      means "complete"
+//   6. finish: the result
 // On any failure or abort: every upload is aborted (no multipart upload left
 // behind), the objects already written are deleted, and the error says why.
 import type { Logger } from "@stateward/core";
@@ -14,7 +18,7 @@ import { flavorOf, MySQLSession, type MySQLConnectionOptions, type ServerFlavor 
 import { abortedError, throwIfAborted } from "./errors.ts";
 import { BackupError, messageOf } from "../errors.ts";
 import { describeDatabase, hasPostData, listUserDatabases, renderPostDataObject, renderSchemaObject, systemDatabases, type DatabaseSchema, type TableSchema } from "./schema.ts";
-import { prepareDumpSession, takeSnapshot } from "./snapshot.ts";
+import { prepareDumpSession, takeSnapshot, type Snapshot } from "./snapshot.ts";
 import { qualifiedName, validateIdentifier } from "./sql.ts";
 import { dumpTable, type DataPart } from "./table-dump.ts";
 import { clearBackupFolder } from "../storage/backup-folder.ts";
@@ -164,265 +168,394 @@ async function writeObject(upload: ObjectUpload, statements: readonly string[]):
   return upload.finish();
 }
 
+/** The options, checked and with their defaults. */
+interface BackupSettings {
+  compression: Compression;
+  parallelism: number;
+  objectSize: number;
+  statementSize: number;
+  lockWait: number;
+}
+
+/** What the phases of one run share: the folder, the uploads and connections to undo on failure, warnings, progress. */
+class BackupRun {
+  readonly options: BackupOptions;
+  readonly settings: BackupSettings;
+  readonly store: BackupStore;
+  readonly signal: AbortSignal | undefined;
+  readonly log: Logger | undefined;
+  readonly uploads: Uploads;
+  readonly warnings: string[] = [];
+  /** Work started in parallel, awaited (briefly) before a failed backup's objects are deleted. */
+  readonly running: Promise<unknown>[] = [];
+  readonly progress: BackupProgress = { phase: "snapshot", tablesTotal: 0, tablesDone: 0, rows: 0, bytes: 0, storedBytes: 0 };
+  private readonly sessions: MySQLSession[] = [];
+  private lastReport = 0;
+
+  constructor(options: BackupOptions, settings: BackupSettings, store: BackupStore) {
+    this.options = options;
+    this.settings = settings;
+    this.store = store;
+    this.signal = options.signal;
+    this.log = options.logger;
+    this.uploads = new Uploads(store, settings.compression, options.compressionLevel, options.upload ?? {});
+  }
+
+  /** A new connection to the source, dropped by stopAll. */
+  async connect(): Promise<MySQLSession> {
+    const session = await MySQLSession.open(this.options.source);
+    this.sessions.push(session);
+    return session;
+  }
+
+  /** Closes connections that are done. */
+  async close(...sessions: MySQLSession[]): Promise<void> {
+    for (const s of sessions) {
+      await s.close();
+      this.sessions.splice(this.sessions.indexOf(s), 1);
+    }
+  }
+
+  // Aborting (or the first failure) drops every connection, which ends any
+  // query in flight at once; the phase running then fails and cleans up.
+  stopAll(): void {
+    for (const s of this.sessions) s.destroy();
+  }
+
+  // An abort also cuts the S3 requests in flight: lib-storage does not pass an abort on to a PUT
+  // already sent, which would complete after the backup was told to stop (a manager that lost
+  // leadership would still be writing). The client opens new connections for the cleanup.
+  readonly onAbort = (): void => {
+    this.stopAll();
+    this.store.bucket.refuseWrites(abortedError("the backup", this.signal));
+    this.store.bucket.client.destroy();
+  };
+
+  throwIfAborted(): void {
+    throwIfAborted(this.signal, "the backup");
+  }
+
+  /** Calls onProgress about once a second, or now when `force`. */
+  report(force = false): void {
+    if (!this.options.onProgress) return;
+    const now = performance.now();
+    if (!force && now - this.lastReport < 1000) return;
+    this.lastReport = now;
+    this.options.onProgress({ ...this.progress });
+  }
+}
+
 /** Runs one backup; see the file comment for the order of work. */
 export async function runBackup(options: BackupOptions): Promise<BackupResult> {
   const startedAt = new Date();
   const t0 = performance.now();
-  const compression = options.compression === undefined ? defaults.compression : parseCompression(options.compression);
-  const parallelism = positive(options.parallelism, defaults.parallelism, "parallelism", 64);
-  const objectSize = positive(options.objectSize, defaults.objectSize, "objectSize");
-  const statementSize = positive(options.statementSize, defaults.statementSize, "statementSize", 64 * 1024 * 1024);
-  const lockWait = positive(options.lockWaitTimeoutSeconds, defaults.lockWaitTimeoutSeconds, "lockWaitTimeoutSeconds", 31_536_000);
+  const run = new BackupRun(options, checkOptions(options), openFolder(options.storage));
+  const signal = run.signal;
+  signal?.addEventListener("abort", run.onAbort, { once: true });
+  try {
+    await claimFolder(run);
+    const source = await connectAndSnapshot(run);
+    const schemas = await readSchemas(run, source);
+    const dumped = await dumpDatabases(run, source, schemas);
+    const manifest = buildManifest(run, source, schemas, dumped);
+    const manifestSha256 = await writeManifest(run, manifest);
+    return finish(run, { startedAt, t0, source, manifest, manifestSha256, dumpMs: dumped.dumpMs });
+  } catch (err) {
+    run.stopAll();
+    const failure = signal?.aborted ? abortedError("the backup", signal) : err instanceof BackupError ? err : new BackupError("DatabaseError", messageOf(err), { cause: err });
+    await discard(run.store, run.uploads, run.running, failure, run.log);
+    throw failure;
+  } finally {
+    signal?.removeEventListener("abort", run.onAbort);
+    run.store.destroy();
+  }
+}
+
+/** The options with their defaults; throws InvalidOptions before anything is touched. */
+function checkOptions(options: BackupOptions): BackupSettings {
+  const settings: BackupSettings = {
+    compression: options.compression === undefined ? defaults.compression : parseCompression(options.compression),
+    parallelism: positive(options.parallelism, defaults.parallelism, "parallelism", 64),
+    objectSize: positive(options.objectSize, defaults.objectSize, "objectSize"),
+    statementSize: positive(options.statementSize, defaults.statementSize, "statementSize", 64 * 1024 * 1024),
+    lockWait: positive(options.lockWaitTimeoutSeconds, defaults.lockWaitTimeoutSeconds, "lockWaitTimeoutSeconds", 31_536_000),
+  };
   for (const db of options.databases ?? []) {
     validateIdentifier(db, "database");
     if (systemDatabases.has(db.toLowerCase())) {
       throw new BackupError("InvalidOptions", `database ${db} belongs to the server itself and is not backed up`);
     }
   }
-  const store = new BackupStore(options.storage);
+  return settings;
+}
+
+function openFolder(storage: S3Location): BackupStore {
+  const store = new BackupStore(storage);
   if (store.prefix === "") {
     store.destroy();
     throw new BackupError("InvalidOptions", "the backup's S3 prefix is empty: a backup needs a folder of its own");
   }
-  const signal = options.signal;
-  const log = options.logger;
-  const uploads = new Uploads(store, compression, options.compressionLevel, options.upload ?? {});
-  const sessions: MySQLSession[] = [];
-  const warnings: string[] = [];
-  /** Work started in parallel, awaited (briefly) before a failed backup's objects are deleted. */
-  const running: Promise<unknown>[] = [];
-  // Aborting (or the first failure) drops every connection, which ends any
-  // query in flight at once; the flow below then fails and cleans up.
-  const stopAll = (): void => {
-    for (const s of sessions) s.destroy();
-  };
-  // An abort also cuts the S3 requests in flight: lib-storage does not pass an abort on to a PUT
-  // already sent, which would complete after the backup was told to stop (a manager that lost
-  // leadership would still be writing). The client opens new connections for the cleanup.
-  const onAbort = (): void => {
-    stopAll();
-    store.bucket.refuseWrites(abortedError("the backup", signal));
-    store.bucket.client.destroy();
-  };
-  signal?.addEventListener("abort", onAbort, { once: true });
+  return store;
+}
 
-  const progress: BackupProgress = { phase: "snapshot", tablesTotal: 0, tablesDone: 0, rows: 0, bytes: 0, storedBytes: 0 };
-  let lastReport = 0;
-  const report = (force = false): void => {
-    if (!options.onProgress) return;
-    const now = performance.now();
-    if (!force && now - lastReport < 1000) return;
-    lastReport = now;
-    options.onProgress({ ...progress });
-  };
+/** Phase 1: the bucket answers, holds no complete backup here (unless overwriting), and the folder is emptied for this one. */
+async function claimFolder(run: BackupRun): Promise<void> {
+  const { store, signal, log } = run;
+  run.throwIfAborted();
+  // Storage first: a wrong bucket or key must fail before the database is touched.
+  await store.bucket.checkBucket(signal);
+  if (!run.options.overwrite && (await store.bucket.exists(store.key(manifestFileName), signal))) {
+    throw new BackupError("BackupExists", `${store.url} already holds a complete backup; choose another location or delete it first`);
+  }
+  // The folder belongs to this backup: what an earlier attempt left there
+  // (objects, multipart uploads of a killed run) or a replaced backup goes.
+  const leftovers = await clearBackupFolder(store, signal);
+  if (leftovers.deletedObjects + leftovers.abortedUploads > 0) {
+    log?.info("removed what an earlier attempt left in the backup folder", { location: store.url, ...leftovers });
+  }
+}
 
-  try {
-    throwIfAborted(signal, "the backup");
-    // Storage first: a wrong bucket or key must fail before the database is touched.
-    await store.bucket.checkBucket(signal);
-    if (!options.overwrite && (await store.bucket.exists(store.key(manifestFileName), signal))) {
-      throw new BackupError("BackupExists", `${store.url} already holds a complete backup; choose another location or delete it first`);
-    }
-    // The folder belongs to this backup: what an earlier attempt left there
-    // (objects, multipart uploads of a killed run) or a replaced backup goes.
-    const leftovers = await clearBackupFolder(store, signal);
-    if (leftovers.deletedObjects + leftovers.abortedUploads > 0) {
-      log?.info("removed what an earlier attempt left in the backup folder", { location: store.url, ...leftovers });
-    }
+/** The server as the snapshot found it, and the connections that dump it. */
+interface SnapshotSource {
+  control: MySQLSession;
+  dumpers: MySQLSession[];
+  version: string;
+  flavor: ServerFlavor;
+  databases: string[];
+  snapshot: Snapshot;
+  /** When the snapshot was taken (performance.now()): the dump's duration counts from here. */
+  dumpStart: number;
+}
 
-    const control = await MySQLSession.open(options.source);
-    sessions.push(control);
-    throwIfAborted(signal, "the backup");
-    const [versionRow] = await control.query<{ version: string }>("SELECT VERSION() AS version", [], "read the server version");
-    const version = versionRow?.version ?? "unknown";
-    const flavor = flavorOf(version);
-    await prepareDumpSession(control, flavor);
+/** Phase 2: connect, check the databases exist, open the dump connections and take the consistent snapshot on all of them. */
+async function connectAndSnapshot(run: BackupRun): Promise<SnapshotSource> {
+  const control = await run.connect();
+  run.throwIfAborted();
+  const [versionRow] = await control.query<{ version: string }>("SELECT VERSION() AS version", [], "read the server version");
+  const version = versionRow?.version ?? "unknown";
+  const flavor = flavorOf(version);
+  await prepareDumpSession(control, flavor);
 
-    const available = await listUserDatabases(control);
-    const databases = options.databases ? [...new Set(options.databases)] : available;
-    const missing = databases.filter((d) => !available.includes(d));
-    if (missing.length > 0) {
-      throw new BackupError("DatabaseNotFound", `database${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not found on ${control.endpoint}`);
-    }
-    if (databases.length === 0) throw new BackupError("DatabaseNotFound", `no user database on ${control.endpoint} to back up`);
+  const available = await listUserDatabases(control);
+  const databases = run.options.databases ? [...new Set(run.options.databases)] : available;
+  const missing = databases.filter((d) => !available.includes(d));
+  if (missing.length > 0) {
+    throw new BackupError("DatabaseNotFound", `database${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not found on ${control.endpoint}`);
+  }
+  if (databases.length === 0) throw new BackupError("DatabaseNotFound", `no user database on ${control.endpoint} to back up`);
 
-    const dumpers: MySQLSession[] = [];
-    for (let i = 0; i < parallelism; i++) {
-      const s = await MySQLSession.open(options.source);
-      sessions.push(s);
-      dumpers.push(s);
-      await prepareDumpSession(s, flavor);
-    }
-    throwIfAborted(signal, "the backup");
+  const dumpers: MySQLSession[] = [];
+  for (let i = 0; i < run.settings.parallelism; i++) {
+    const s = await run.connect();
+    dumpers.push(s);
+    await prepareDumpSession(s, flavor);
+  }
+  run.throwIfAborted();
 
-    report(true);
-    const snapshot = await takeSnapshot(control, dumpers, flavor, lockWait);
-    warnings.push(...snapshot.warnings);
-    log?.info("backup snapshot taken", { lockedMs: snapshot.lockedMs, position: snapshot.position, databases });
-    const dumpStart = performance.now();
+  run.report(true);
+  const snapshot = await takeSnapshot(control, dumpers, flavor, run.settings.lockWait);
+  run.warnings.push(...snapshot.warnings);
+  run.log?.info("backup snapshot taken", { lockedMs: snapshot.lockedMs, position: snapshot.position, databases });
+  return { control, dumpers, version, flavor, databases, snapshot, dumpStart: performance.now() };
+}
 
-    const schemas: DatabaseSchema[] = [];
-    for (const db of databases) schemas.push(await describeDatabase(control, db));
-    await control.close();
-    sessions.splice(sessions.indexOf(control), 1);
+/** Phase 3: every database's definition, read inside the snapshot; the control connection is done then. */
+async function readSchemas(run: BackupRun, source: SnapshotSource): Promise<DatabaseSchema[]> {
+  const schemas: DatabaseSchema[] = [];
+  for (const db of source.databases) schemas.push(await describeDatabase(source.control, db));
+  await run.close(source.control);
+  return schemas;
+}
 
-    // Work list: every table, the largest first, so the longest dumps start
-    // early and the connections finish at about the same time.
-    interface Task { dbIndex: number; tableIndex: number; schema: DatabaseSchema; table: TableSchema }
-    const tasks: Task[] = [];
-    schemas.forEach((schema, dbIndex) => {
-      schema.tables.forEach((table, tableIndex) => {
-        tasks.push({ dbIndex, tableIndex, schema, table });
-        const name = qualifiedName(schema.name, table.name);
-        if (table.engine && !transactionalEngines.has(table.engine.toLowerCase())) {
-          warnings.push(`table ${name} uses the ${table.engine} engine, which the snapshot does not cover: its rows may be newer than the recorded position`);
-        }
-        if (table.systemVersioned) warnings.push(`table ${name} is system-versioned: only its current rows are backed up, not its history`);
+/** One table to dump; the indexes place its objects in the folder and the manifest. */
+interface TableTask { dbIndex: number; tableIndex: number; schema: DatabaseSchema; table: TableSchema }
+
+/** The objects written by the dump, not yet in restore order. */
+interface DumpedObjects {
+  schemaObjects: ManifestObject[];
+  postDataObjects: ManifestObject[];
+  /** Each table's data parts, by `taskId`. */
+  dataParts: Map<string, DataPart[]>;
+  dumpMs: number;
+}
+
+const taskId = (dbIndex: number, tableIndex: number): string => `${dbIndex}/${tableIndex}`;
+const folderOf = (dbIndex: number, name: string): string => databaseFolder(dbIndex + 1, name);
+
+/**
+ * Every table, the largest first, so the longest dumps start early and the
+ * connections finish at about the same time; warns of tables the snapshot
+ * does not fully cover.
+ */
+function planTables(run: BackupRun, schemas: readonly DatabaseSchema[]): TableTask[] {
+  const tasks: TableTask[] = [];
+  schemas.forEach((schema, dbIndex) => {
+    schema.tables.forEach((table, tableIndex) => {
+      tasks.push({ dbIndex, tableIndex, schema, table });
+      const name = qualifiedName(schema.name, table.name);
+      if (table.engine && !transactionalEngines.has(table.engine.toLowerCase())) {
+        run.warnings.push(`table ${name} uses the ${table.engine} engine, which the snapshot does not cover: its rows may be newer than the recorded position`);
+      }
+      if (table.systemVersioned) run.warnings.push(`table ${name} is system-versioned: only its current rows are backed up, not its history`);
+    });
+  });
+  return tasks.sort((a, b) => b.table.estimatedBytes - a.table.estimatedBytes);
+}
+
+/** Phase 4: the tables' data, one connection each, while the schema and post-data objects are uploaded alongside. */
+async function dumpDatabases(run: BackupRun, source: SnapshotSource, schemas: DatabaseSchema[]): Promise<DumpedObjects> {
+  const { progress, uploads } = run;
+  const { compression, statementSize, objectSize } = run.settings;
+  const tasks = planTables(run, schemas);
+  progress.tablesTotal = tasks.length;
+  progress.phase = "dumping";
+
+  const dataParts = new Map<string, DataPart[]>();
+  let nextTask = 0;
+  const worker = async (session: MySQLSession): Promise<void> => {
+    for (;;) {
+      run.throwIfAborted();
+      const task = tasks[nextTask++];
+      if (!task) return;
+      const dbFolder = folderOf(task.dbIndex, task.schema.name);
+      const parts = await dumpTable(session, {
+        database: task.schema.name,
+        table: task.table,
+        keyFor: (part) => dataKey(dbFolder, task.tableIndex + 1, task.table.name, part, compression),
+        openObject: (key) => uploads.open(key),
+        statementBytes: statementSize,
+        objectBytes: objectSize,
+        onRows: (rows, bytes) => {
+          progress.rows += rows;
+          progress.bytes += bytes;
+          run.report();
+        },
       });
-    });
-    tasks.sort((a, b) => b.table.estimatedBytes - a.table.estimatedBytes);
-    progress.tablesTotal = tasks.length;
-    progress.phase = "dumping";
+      dataParts.set(taskId(task.dbIndex, task.tableIndex), parts);
+      progress.tablesDone += 1;
+      progress.storedBytes += parts.reduce((n, p) => n + p.size, 0);
+      run.report();
+    }
+  };
 
-    const folderOf = (dbIndex: number, name: string): string => databaseFolder(dbIndex + 1, name);
-    const dataParts = new Map<string, DataPart[]>();
-    const taskId = (dbIndex: number, tableIndex: number): string => `${dbIndex}/${tableIndex}`;
-    let nextTask = 0;
-    const worker = async (session: MySQLSession): Promise<void> => {
-      for (;;) {
-        throwIfAborted(signal, "the backup");
-        const task = tasks[nextTask++];
-        if (!task) return;
-        const dbFolder = folderOf(task.dbIndex, task.schema.name);
-        const parts = await dumpTable(session, {
-          database: task.schema.name,
-          table: task.table,
-          keyFor: (part) => dataKey(dbFolder, task.tableIndex + 1, task.table.name, part, compression),
-          openObject: (key) => uploads.open(key),
-          statementBytes: statementSize,
-          objectBytes: objectSize,
-          onRows: (rows, bytes) => {
-            progress.rows += rows;
-            progress.bytes += bytes;
-            report();
-          },
+  const schemaObjects: ManifestObject[] = [];
+  const postDataObjects: ManifestObject[] = [];
+  const writeSchemaObjects = async (): Promise<void> => {
+    for (const [dbIndex, schema] of schemas.entries()) {
+      const folder = folderOf(dbIndex, schema.name);
+      const stored = await writeObject(uploads.open(schemaKey(folder, compression)), renderSchemaObject(schema));
+      schemaObjects.push({ ...stored, kind: "schema", database: schema.name });
+      if (hasPostData(schema)) {
+        const rendered = renderPostDataObject(schema);
+        run.warnings.push(...rendered.warnings);
+        const post = await writeObject(uploads.open(postDataKey(folder, compression)), rendered.statements);
+        postDataObjects.push({ ...post, kind: "post-data", database: schema.name });
+      }
+    }
+  };
+
+  // Promise.all fails at the first error; runBackup then drops every
+  // connection, so nothing keeps running behind the failure.
+  run.running.push(writeSchemaObjects(), ...source.dumpers.map((s) => worker(s)));
+  await Promise.all(run.running);
+  run.throwIfAborted();
+  const dumpMs = Math.round(performance.now() - source.dumpStart);
+  progress.phase = "finishing";
+  run.report(true);
+  await run.close(...source.dumpers);
+  return { schemaObjects, postDataObjects, dataParts, dumpMs };
+}
+
+/**
+ * The manifest, objects in restore order: all schema objects, then all data,
+ * then post-data (so views, routines and triggers of one database may refer
+ * to another).
+ */
+function buildManifest(run: BackupRun, source: SnapshotSource, schemas: readonly DatabaseSchema[], dumped: DumpedObjects): BackupManifest {
+  const dataObjects: ManifestObject[] = [];
+  schemas.forEach((schema, dbIndex) => {
+    for (const [tableIndex, table] of schema.tables.entries()) {
+      for (const p of dumped.dataParts.get(taskId(dbIndex, tableIndex)) ?? []) {
+        dataObjects.push({
+          key: p.key,
+          kind: "data",
+          database: schema.name,
+          table: table.name,
+          part: p.part,
+          size: p.size,
+          uncompressedSize: p.uncompressedSize,
+          rows: p.rows,
+          sha256: p.sha256,
         });
-        dataParts.set(taskId(task.dbIndex, task.tableIndex), parts);
-        progress.tablesDone += 1;
-        progress.storedBytes += parts.reduce((n, p) => n + p.size, 0);
-        report();
       }
-    };
-
-    const schemaObjects: ManifestObject[] = [];
-    const postDataObjects: ManifestObject[] = [];
-    const writeSchemaObjects = async (): Promise<void> => {
-      for (const [dbIndex, schema] of schemas.entries()) {
-        const folder = folderOf(dbIndex, schema.name);
-        const stored = await writeObject(uploads.open(schemaKey(folder, compression)), renderSchemaObject(schema));
-        schemaObjects.push({ ...stored, kind: "schema", database: schema.name });
-        if (hasPostData(schema)) {
-          const rendered = renderPostDataObject(schema);
-          warnings.push(...rendered.warnings);
-          const post = await writeObject(uploads.open(postDataKey(folder, compression)), rendered.statements);
-          postDataObjects.push({ ...post, kind: "post-data", database: schema.name });
-        }
-      }
-    };
-
-    // Promise.all fails at the first error; the catch below then drops every
-    // connection, so nothing keeps running behind the failure.
-    running.push(writeSchemaObjects(), ...dumpers.map((s) => worker(s)));
-    await Promise.all(running);
-    throwIfAborted(signal, "the backup");
-    const dumpMs = Math.round(performance.now() - dumpStart);
-    progress.phase = "finishing";
-    report(true);
-    for (const s of dumpers) await s.close();
-    sessions.length = 0;
-
-    // Restore order: all schema objects, then all data, then post-data (so
-    // views, routines and triggers of one database may refer to another).
-    const dataObjects: ManifestObject[] = [];
-    schemas.forEach((schema, dbIndex) => {
-      for (const [tableIndex, table] of schema.tables.entries()) {
-        for (const p of dataParts.get(taskId(dbIndex, tableIndex)) ?? []) {
-          dataObjects.push({
-            key: p.key,
-            kind: "data",
-            database: schema.name,
-            table: table.name,
-            part: p.part,
-            size: p.size,
-            uncompressedSize: p.uncompressedSize,
-            rows: p.rows,
-            sha256: p.sha256,
-          });
-        }
-      }
-    });
-    const objects = [...schemaObjects, ...dataObjects, ...postDataObjects].map((o) => ({
-      key: o.key,
-      kind: o.kind,
-      database: o.database,
-      ...(o.table === undefined ? {} : { table: o.table, part: o.part, rows: o.rows }),
-      size: o.size,
-      uncompressedSize: o.uncompressedSize,
-      sha256: o.sha256,
-    }));
-    const completedAt = new Date();
-    const totals = {
+    }
+  });
+  const objects = [...dumped.schemaObjects, ...dataObjects, ...dumped.postDataObjects].map((o) => ({
+    key: o.key,
+    kind: o.kind,
+    database: o.database,
+    ...(o.table === undefined ? {} : { table: o.table, part: o.part, rows: o.rows }),
+    size: o.size,
+    uncompressedSize: o.uncompressedSize,
+    sha256: o.sha256,
+  }));
+  return {
+    format: manifestFormat,
+    formatVersion: manifestFormatVersion,
+    createdAt: source.snapshot.at.toISOString(),
+    completedAt: new Date().toISOString(),
+    server: { version: source.version, flavor: source.flavor },
+    position: source.snapshot.position,
+    compression: run.settings.compression,
+    databases: source.databases,
+    objects,
+    totals: {
       objects: objects.length,
       size: objects.reduce((n, o) => n + o.size, 0),
       uncompressedSize: objects.reduce((n, o) => n + o.uncompressedSize, 0),
       rows: objects.reduce((n, o) => n + (o.rows ?? 0), 0),
-    };
-    const manifest: BackupManifest = {
-      format: manifestFormat,
-      formatVersion: manifestFormatVersion,
-      createdAt: snapshot.at.toISOString(),
-      completedAt: completedAt.toISOString(),
-      server: { version, flavor },
-      position: snapshot.position,
-      compression,
-      databases,
-      objects,
-      totals,
-    };
-    throwIfAborted(signal, "the backup");
-    const manifestBytes = serializeManifest(manifest);
-    await store.bucket.putBytes(store.key(manifestFileName), manifestBytes, "application/json", signal);
-    progress.phase = "done";
-    progress.storedBytes = totals.size;
-    report(true);
-    for (const w of warnings) log?.warn(w);
-    log?.info("backup completed", { location: store.url, objects: totals.objects, rows: totals.rows, bytes: totals.size });
-    return {
-      location: { bucket: store.bucket.bucket, prefix: store.prefix, manifestKey: store.key(manifestFileName), url: store.url },
-      manifest,
-      manifestSha256: createHash("sha256").update(manifestBytes).digest("hex"),
-      server: { version, flavor },
-      position: snapshot.position,
-      databases,
-      objects: totals.objects,
-      rows: totals.rows,
-      size: totals.size,
-      uncompressedSize: totals.uncompressedSize,
-      startedAt,
-      snapshotAt: snapshot.at,
-      completedAt,
-      durations: { lockMs: snapshot.lockedMs, dumpMs, totalMs: Math.round(performance.now() - t0) },
-      warnings,
-    };
-  } catch (err) {
-    stopAll();
-    const failure = signal?.aborted ? abortedError("the backup", signal) : err instanceof BackupError ? err : new BackupError("DatabaseError", messageOf(err), { cause: err });
-    await discard(store, uploads, running, failure, log);
-    throw failure;
-  } finally {
-    signal?.removeEventListener("abort", onAbort);
-    store.destroy();
-  }
+    },
+  };
+}
+
+/** Phase 5: manifest.json, written last: its presence means "complete". Returns its SHA-256. */
+async function writeManifest(run: BackupRun, manifest: BackupManifest): Promise<string> {
+  run.throwIfAborted();
+  const manifestBytes = serializeManifest(manifest);
+  await run.store.bucket.putBytes(run.store.key(manifestFileName), manifestBytes, "application/json", run.signal);
+  return createHash("sha256").update(manifestBytes).digest("hex");
+}
+
+/** Phase 6: the last progress report, the warnings logged, and the result. */
+function finish(
+  run: BackupRun,
+  done: { startedAt: Date; t0: number; source: SnapshotSource; manifest: BackupManifest; manifestSha256: string; dumpMs: number },
+): BackupResult {
+  const { store, progress, log, warnings } = run;
+  const { manifest, source } = done;
+  const totals = manifest.totals;
+  progress.phase = "done";
+  progress.storedBytes = totals.size;
+  run.report(true);
+  for (const w of warnings) log?.warn(w);
+  log?.info("backup completed", { location: store.url, objects: totals.objects, rows: totals.rows, bytes: totals.size });
+  return {
+    location: { bucket: store.bucket.bucket, prefix: store.prefix, manifestKey: store.key(manifestFileName), url: store.url },
+    manifest,
+    manifestSha256: done.manifestSha256,
+    server: { version: source.version, flavor: source.flavor },
+    position: source.snapshot.position,
+    databases: source.databases,
+    objects: totals.objects,
+    rows: totals.rows,
+    size: totals.size,
+    uncompressedSize: totals.uncompressedSize,
+    startedAt: done.startedAt,
+    snapshotAt: source.snapshot.at,
+    completedAt: new Date(manifest.completedAt),
+    durations: { lockMs: source.snapshot.lockedMs, dumpMs: done.dumpMs, totalMs: Math.round(performance.now() - done.t0) },
+    warnings,
+  };
 }
 
 /**
