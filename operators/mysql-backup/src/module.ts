@@ -77,18 +77,16 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, [Tokens.Leadership, ...deps]);
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(restore, [Tokens.Leadership, ...deps]);
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, clock: Clock, tasks: BackgroundTasks) => ({
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, clock: Clock) => ({
           setup: (builder) => {
-            const reconciler = new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock, tasks });
-            const controller = builder
+            builder
               .named("mysqlbackupschedule")
               .for(MySQLBackupScheduleKind.resource)
               .owns(MySQLBackupKind.resource)
-              .complete(reconciler);
-            reconciler.enqueue = (req) => controller.enqueue(req);
+              .complete(new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock }));
           },
         }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, Tokens.Clock, Tokens.BackgroundTasks],
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, Tokens.Clock],
       );
     }),
   };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MySQLBackup } from "../api.ts";
-import { backupNameFor, backupsToPrune, parseAge } from "./schedule-reconciler.ts";
+import { backupNameFor, backupsToPrune, parseAge, wakeDelayMs } from "./schedule-reconciler.ts";
 
 const b = (name: string, phase: string, completionTime?: string): MySQLBackup =>
   ({ metadata: { name }, spec: {}, status: { phase, completionTime } }) as unknown as MySQLBackup;
@@ -42,5 +42,14 @@ describe("parseAge", () => {
     expect(parseAge("90s")).toBe(90_000);
     expect(parseAge("30d")).toBe(30 * 86_400_000);
     expect(() => parseAge("1w")).toThrow(/invalid maxAge "1w"/);
+  });
+});
+
+describe("wakeDelayMs", () => {
+  it("wakes just after the due time, never before it", () => {
+    expect(wakeDelayMs(new Date("2026-11-30T12:00:03Z"), new Date("2026-11-30T12:00:00.400Z"))).toBe(2_600 + 250);
+    // Woken a moment early (the queue's timer ran ahead of the wall clock): just after the due time again.
+    expect(wakeDelayMs(new Date("2026-11-30T12:00:03Z"), new Date("2026-11-30T12:00:02.990Z"))).toBe(10 + 250);
+    expect(wakeDelayMs(new Date("2026-11-30T12:00:03Z"), new Date("2026-11-30T12:00:04Z"))).toBe(250);
   });
 });

@@ -1,16 +1,20 @@
-// MySQLBackupSchedule: node-cron timers wake the controller at due times, but
-// what is due comes from state in the API server — `status.lastScheduleTime`
-// and the deterministic name of each due time's backup. A manager restart, a
-// leader change or a timer firing twice therefore creates exactly one
-// MySQLBackup per due time: a second attempt meets AlreadyExists.
-import cron, { type ScheduledTask } from "node-cron";
+// MySQLBackupSchedule: what is due comes from state in the API server —
+// `status.lastScheduleTime` and the deterministic name of each due time's
+// backup. A manager restart, a leader change or a wake-up that comes twice
+// therefore creates exactly one MySQLBackup per due time: a second attempt
+// meets AlreadyExists.
+//
+// The controller wakes for the next due time through one mechanism only: the
+// reconcile's `requeueAfter`, a delayed add on the controller's own queue
+// (wakeDelayMs). It goes away with the controller when the manager stops or
+// loses leadership, and every reconcile (a spec change, an owned backup's
+// change, a new leader's first pass) sets it again from state.
 import { isDeepStrictEqual } from "node:util";
 import {
   controllerReference,
   isAlreadyExists,
   isNotFound,
   setCondition,
-  type BackgroundTasks,
   type Cache,
   type Clock,
   type EventRecorder,
@@ -60,55 +64,36 @@ export function backupsToPrune(backups: readonly MySQLBackup[], retention: MySQL
   });
 }
 
+/**
+ * A due time is a whole second; a wake-up that came a moment before it (the
+ * queue's timer and the wall clock are different clocks) would find nothing
+ * due and wait again, so the wake is set this much after it.
+ */
+const WAKE_MARGIN_MS = 250;
+
+/** How long after `now` the controller wakes for the due time `next`: just after it. */
+export function wakeDelayMs(next: Date, now: Date): number {
+  return Math.max(0, next.getTime() - now.getTime()) + WAKE_MARGIN_MS;
+}
+
 export interface ScheduleReconcilerDeps {
   client: KubeClient;
   cache: Cache;
   events: EventRecorder;
   clock: Clock;
-  tasks: BackgroundTasks;
-  /** Wakes the controller for a schedule (set once the controller exists). */
-  enqueue?: (req: Request) => void;
 }
 
 export class ScheduleReconciler implements Reconciler {
   private readonly d: ScheduleReconcilerDeps;
-  private readonly timers = new Map<string, { spec: string; task: ScheduledTask }>();
 
   constructor(deps: ScheduleReconcilerDeps) {
     this.d = deps;
-    // Timers belong to the leader's controllers: gone when the manager stops.
-    deps.tasks.signal.addEventListener("abort", () => {
-      for (const key of [...this.timers.keys()]) this.stopTimer(key);
-    });
-  }
-
-  set enqueue(fn: (req: Request) => void) {
-    this.d.enqueue = fn;
-  }
-
-  private ensureTimer(key: string, req: Request, expression: string, timeZone: string): void {
-    const spec = `${expression}|${timeZone}`;
-    if (this.timers.get(key)?.spec === spec) return;
-    this.stopTimer(key);
-    const task = cron.schedule(expression, () => this.d.enqueue?.(req), { timezone: timeZone, name: `mysqlbackupschedule/${key}` });
-    this.timers.set(key, { spec, task });
-  }
-
-  private stopTimer(key: string): void {
-    const t = this.timers.get(key);
-    if (!t) return;
-    this.timers.delete(key);
-    void t.task.destroy();
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
     const ns = req.namespace ?? "";
-    const key = `${ns}/${req.name}`;
     const sched = this.d.cache.get<MySQLBackupSchedule>(RT, ns, req.name);
-    if (!sched || sched.metadata.deletionTimestamp) {
-      this.stopTimer(key);
-      return undefined;
-    }
+    if (!sched || sched.metadata.deletionTimestamp) return undefined;
     const spec = sched.spec;
     const tz = spec.timeZone ?? "UTC";
     try {
@@ -116,14 +101,10 @@ export class ScheduleReconciler implements Reconciler {
       if (spec.retention?.maxAge) parseAge(spec.retention.maxAge);
     } catch (err) {
       if (!(err instanceof ScheduleError)) throw err;
-      this.stopTimer(key);
       await this.writeStatus(sched, {}, { status: "False", reason: "InvalidSchedule", message: err.message });
       await this.d.events.record(sched, "Warning", "InvalidSchedule", err.message);
       return undefined;
     }
-    if (!spec.suspend) this.ensureTimer(key, req, spec.schedule, tz);
-    else this.stopTimer(key);
-
     const now = this.d.clock.now();
     const owned = this.d.cache.list<MySQLBackup>(BK, { namespace: ns }).filter((b) => b.metadata.labels?.[SCHEDULE_LABEL] === req.name);
     const active = owned.filter((b) => b.status?.phase !== "Completed" && b.status?.phase !== "Failed");
@@ -178,8 +159,8 @@ export class ScheduleReconciler implements Reconciler {
         ? { status: "True", reason: "Suspended", message: "The schedule is suspended; no backups are created" }
         : { status: "True", reason: "Scheduled", message: next ? `Next backup due at ${iso(next)}` : "No further due time within four years" },
     );
-    // node-cron wakes us at the due time; this is the safety net should a timer be lost.
-    return next ? { requeueAfter: Math.max(1_000, next.getTime() - now.getTime() + 1_000) } : undefined;
+    // The one wake-up for the next due time (see the file comment); suspended, a spec change wakes it.
+    return next ? { requeueAfter: wakeDelayMs(next, now) } : undefined;
   }
 
   private async createBackup(sched: MySQLBackupSchedule, due: Date, ctx: ReconcileContext): Promise<void> {
@@ -201,7 +182,7 @@ export class ScheduleReconciler implements Reconciler {
       ctx.log.info("scheduled backup created", { backup: name, due: iso(due) });
       await this.d.events.record(sched, "Normal", "BackupCreated", `Created MySQLBackup ${name} for the due time ${iso(due)}`);
     } catch (err) {
-      // Another leader (or a timer that fired twice) already created this due time's backup.
+      // Another leader (or a wake-up that came twice) already created this due time's backup.
       if (!isAlreadyExists(err)) throw err;
     }
   }

@@ -2,7 +2,7 @@
 // last schedule time) rather than from timers — so a restart, a leader change
 // or a timer that fires twice never changes which instants are due.
 //
-// Syntax is node-cron's (the timers come from node-cron, so both must agree):
+// Syntax is node-cron's (it parses and validates the expressions):
 // five fields (minute hour day-of-month month day-of-week), an optional
 // leading seconds field, names (MON, JAN), ranges, steps, lists, and macros
 // such as @daily and @hourly. Day-of-month and day-of-week must BOTH match
