@@ -1,119 +1,61 @@
-// MySQLBackup: a one-shot operation. The reconcile decides and records; the
-// dump itself runs as a background task (minutes long, it must not hold a
-// controller worker), bounded per manager by the operation slots.
-//
-//   (new) --slot free--> Running --engine done--> Completed
-//                                 \--engine failed / interrupted--> Failed
-//
-// A backup found Running without a task in this process was interrupted (the
-// manager restarted or crashed): its partial upload is removed and it is
-// marked Failed, never left Running forever and never reported Completed.
-// Started by another manager (status.startedBy), it may still be uploading —
-// a leader that lost its Lease a moment ago — so this waits out the
-// leadership fence first: nothing is deleted while it is still being written.
-// A manager that loses leadership aborts its backups and writes nothing more:
-// the new leader owns the object from then on.
-import {
-  LeadershipLostError,
-  addFinalizer,
-  isBeingDeleted,
-  removeFinalizer,
-  type ReconcileContext,
-  type Reconciler,
-  type Request,
-  type Result,
-} from "@stateward/core";
-import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
+// MySQLBackup: a one-shot operation (operation-reconciler.ts has the
+// lifecycle it shares with MySQLRestore). A run dumps the instance's databases
+// into its S3 folder (engine/). An interrupted run's partial upload is
+// removed; deletionPolicy Delete holds a finalizer that deletes the folder the
+// backup completed when the MySQLBackup is deleted.
+import type { ReconcileContext } from "@stateward/core";
+import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, type MySQLBackup } from "../api.ts";
 import { runBackup } from "../engine/index.ts";
 import { BucketClient, deleteBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, stopReason } from "./failures.ts";
-import { now, recordPending, takeOverWaitMs, type OperationDeps } from "./operation.ts";
-import { writeRunStatus } from "./run-status.ts";
+import { OperationReconciler, type PreparedRun } from "./operation-reconciler.ts";
+import type { OperationDeps } from "./operation.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
 
 export const BACKUP_FINALIZER = "stateward.io/delete-stored-backup";
-const RT = MySQLBackupKind.resource;
 
 export type BackupReconcilerDeps = OperationDeps;
 
 /** Deletion failures that retrying will not fix: the finalizer is released with a Warning instead. */
 const permanentDeleteFailures = new Set(["SecretNotFound", "SecretKeyMissing", "StorageAccessDenied", "BucketNotFound"]);
 
+export class BackupReconciler extends OperationReconciler<MySQLBackup> {
+  protected readonly noun = "backup";
+  protected readonly resource = MySQLBackupKind.resource;
+  protected readonly finalizer = BACKUP_FINALIZER;
+  protected readonly retryAdvice = "Create a new MySQLBackup to retry.";
+  // A Retain backup deleted while it runs carries no finalizer: its run goes on to the end.
+  protected readonly abortsWhenGone = false;
 
-export class BackupReconciler implements Reconciler {
-  private readonly d: BackupReconcilerDeps;
-
-  constructor(deps: BackupReconcilerDeps) {
-    this.d = deps;
+  /** Only deletionPolicy Delete has something outside Kubernetes to clean up. */
+  protected holdsFinalizer(backup: MySQLBackup): boolean {
+    return (backup.spec.deletionPolicy ?? "Retain") === "Delete";
   }
 
-  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
-    const ns = req.namespace ?? "";
-    const backup = this.d.cache.get<MySQLBackup>(RT, ns, req.name);
-    if (!backup) return undefined;
-    const key = `backup/${ns}/${req.name}`;
-
-    if (isBeingDeleted(backup)) {
-      await this.d.tasks.cancel(key);
-      if ((backup.spec.deletionPolicy ?? "Retain") === "Delete") await this.deleteStored(backup, ctx);
-      await removeFinalizer(this.d.client, RT, backup, BACKUP_FINALIZER);
-      return undefined;
-    }
-
-    const phase = backup.status?.phase;
-    if (phase === "Completed" || phase === "Failed") return undefined;
-    if (phase === "Running") {
-      if (this.d.tasks.isRunning(key)) return undefined;
-      const fenceMs = takeOverWaitMs(this.d, backup.status);
-      if (fenceMs > 0) {
-        ctx.log.info("backup left Running by another manager; waiting until that manager has certainly stopped", {
-          startedBy: backup.status?.startedBy, waitMs: fenceMs,
+  protected async prepare(backup: MySQLBackup, instance: MySQLInstance, _key: string, ctx: ReconcileContext): Promise<PreparedRun> {
+    const ns = backup.metadata.namespace ?? "";
+    const settings = await this.d.connector.connectionSettings(instance);
+    const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
+    const prefix = backupFolder(backup.spec.storage.s3.prefix, ns, backup.metadata.name ?? "");
+    const location = `s3://${s3.bucket}/${prefix}/`;
+    return {
+      status: { location },
+      message: `Backing up to ${location}`,
+      started: `Backup of MySQLInstance ${instance.metadata.name} to ${location} started`,
+      run: async (signal) => {
+        const result = await runBackup({
+          source: await engineConnection(settings),
+          storage: { ...s3, prefix },
+          databases: backup.spec.databases,
+          compression: backup.spec.compression ?? "gzip",
+          signal,
+          logger: ctx.log,
         });
-        return { requeueAfter: fenceMs };
-      }
-      await this.markInterrupted(backup, ctx);
-      return undefined;
-    }
-
-    let current: MySQLBackup = backup;
-    if ((backup.spec.deletionPolicy ?? "Retain") === "Delete") current = await addFinalizer(this.d.client, RT, backup, BACKUP_FINALIZER);
-
-    const instance = this.d.cache.get<MySQLInstance>(MySQLInstanceKind.resource, ns, backup.spec.instanceRef.name);
-    if (!instance) {
-      await recordPending(this.d.client, RT, current, "InstanceNotFound", `MySQLInstance ${backup.spec.instanceRef.name} not found in namespace ${ns}`);
-      return { requeueAfter: 30_000 };
-    }
-    if (!this.d.slots.tryAcquire(key)) {
-      await recordPending(this.d.client, RT, current, "WaitingForSlot", `Waiting: ${this.d.slots.limit} backups and restores already run in this manager`);
-      return { requeueAfter: 5_000 };
-    }
-    let started = false;
-    try {
-      // Secrets are read now, so a missing one is reported before anything starts.
-      const settings = await this.d.connector.connectionSettings(instance);
-      const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
-      const prefix = backupFolder(backup.spec.storage.s3.prefix, ns, req.name);
-      const location = `s3://${s3.bucket}/${prefix}/`;
-      await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Running", startTime: now(), startedBy: this.d.identity, location }, {
-        status: "False", reason: "Running", message: `Backing up to ${location}`,
-      });
-      await this.d.events.record(current, "Normal", "Started", `Backup of MySQLInstance ${instance.metadata.name} to ${location} started`);
-      started = this.d.tasks.start(key, `backup ${ns}/${req.name}`, async (signal) => {
-        try {
-          const result = await runBackup({
-            source: await engineConnection(settings),
-            storage: { ...s3, prefix },
-            databases: backup.spec.databases,
-            compression: backup.spec.compression ?? "gzip",
-            signal,
-            logger: ctx.log,
-          });
-          const pos = result.position;
-          await writeRunStatus(this.d.client, RT, ns, req.name, {
-            phase: "Completed",
-            completionTime: now(),
+        const pos = result.position;
+        return {
+          status: {
             durationSeconds: Math.round(result.durations.totalMs / 1000),
             location: result.location.url,
             storage: { bucket: result.location.bucket, prefix: result.location.prefix, ...(s3.endpoint ? { endpoint: s3.endpoint } : {}), region: s3.region, forcePathStyle: s3.forcePathStyle },
@@ -124,37 +66,26 @@ export class BackupReconciler implements Reconciler {
             // A restore from this backup refuses a manifest that changed since.
             manifestSha256: result.manifestSha256,
             ...(pos ? { position: pos } : {}),
-          }, { status: "True", reason: "Completed", message: `Backup completed: ${result.objects} objects, ${result.size} bytes at ${result.location.url}` });
-          await this.d.events.record(current, "Normal", "Completed", `Backup completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`);
-          for (const warning of result.warnings) await this.d.events.record(current, "Warning", "BackupWarning", warning);
-        } catch (err) {
-          if (signal.reason instanceof LeadershipLostError) {
-            // Not the leader any more: the new leader marks the run Interrupted once this manager has certainly stopped.
-            ctx.log.warn("backup stopped: this manager lost leadership", { backup: `${ns}/${req.name}` });
-            return;
-          }
-          const f = describeFailure(err, signal.aborted ? stopReason(signal, "the manager is shutting down or the backup was deleted") : undefined);
-          await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Failed", completionTime: now() }, {
-            status: "False", reason: f.reason, message: `Backup failed: ${f.message}. Nothing was reported complete; create a new MySQLBackup to retry.`,
-          });
-          await this.d.events.record(current, "Warning", f.reason, `Backup failed: ${f.message}`);
-        } finally {
-          this.d.slots.release(key);
-        }
-      }, (err) => ctx.log.error("backup task failed unexpectedly", { err }));
-      return undefined;
-    } catch (err) {
-      const f = describeFailure(err);
-      await recordPending(this.d.client, RT, current, f.reason, f.message);
-      await this.d.events.record(current, "Warning", f.reason, f.message);
-      // The original error is not attached as `cause`: driver errors can carry SQL text; the message is the cleaned description.
-      // eslint-disable-next-line preserve-caught-error
-      throw new Error(f.message);
-    } finally {
-      if (!started) this.d.slots.release(key);
-    }
+          },
+          message: `Backup completed: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`,
+          event: `Backup completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`,
+          warnings: result.warnings.map((message) => ({ reason: "BackupWarning", message })),
+        };
+      },
+      failed: (err, signal) => {
+        const f = describeFailure(err, signal.aborted ? stopReason(signal, "the manager is shutting down or the backup was deleted") : undefined);
+        return {
+          reason: f.reason,
+          message: `Backup failed: ${f.message}. Nothing was reported complete; create a new MySQLBackup to retry.`,
+          event: `Backup failed: ${f.message}`,
+        };
+      },
+    };
   }
 
+  protected async finalize(backup: MySQLBackup, _wasRunning: boolean, ctx: ReconcileContext): Promise<void> {
+    if ((backup.spec.deletionPolicy ?? "Retain") === "Delete") await this.deleteStored(backup, ctx);
+  }
 
   /**
    * deletionPolicy Delete: removes the folder this backup completed, at the
@@ -204,24 +135,20 @@ export class BackupReconciler implements Reconciler {
     }
   }
 
-  private async markInterrupted(backup: MySQLBackup, ctx: ReconcileContext): Promise<void> {
+  /** An interrupted run's partial upload is removed: it has no manifest, but it takes space. */
+  protected async cleanUpInterrupted(backup: MySQLBackup, ctx: ReconcileContext): Promise<string> {
     const ns = backup.metadata.namespace ?? "";
     const name = backup.metadata.name ?? "";
-    let cleaned: string;
     ctx.log.info("removing the partial upload of an interrupted backup", { startedBy: backup.status?.startedBy });
     try {
       const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
       const prefix = backupFolder(backup.spec.storage.s3.prefix, ns, name);
       const aborted = await new BucketClient(s3).abortIncompleteUploads(prefix);
       const deleted = await deleteBackup({ ...s3, prefix }).catch(() => undefined);
-      cleaned = ` Its partial upload was removed (${deleted?.deletedObjects ?? 0} objects deleted, ${aborted + (deleted?.abortedUploads ?? 0)} incomplete multipart uploads aborted).`;
+      return `Its partial upload was removed (${deleted?.deletedObjects ?? 0} objects deleted, ${aborted + (deleted?.abortedUploads ?? 0)} incomplete multipart uploads aborted).`;
     } catch (err) {
       ctx.log.warn("could not clean up an interrupted backup", { err: describeFailure(err).message });
-      cleaned = " Its partial upload could not be removed; it has no manifest, so it can never be restored by mistake.";
+      return "Its partial upload could not be removed; it has no manifest, so it can never be restored by mistake.";
     }
-    const by = backup.status?.startedBy ? ` (${backup.status.startedBy})` : "";
-    const message = `The manager running this backup${by} stopped before it finished.${cleaned} Create a new MySQLBackup to retry.`;
-    await writeRunStatus(this.d.client, RT, ns, name, { phase: "Failed", completionTime: now() }, { status: "False", reason: "Interrupted", message });
-    await this.d.events.record(backup, "Warning", "Interrupted", message);
   }
 }

@@ -1,201 +1,90 @@
-// MySQLRestore: like a backup, a one-shot operation run as a background task.
-// The source is a Completed MySQLBackup (its location and storage settings,
-// and the manifest checksum it recorded) or an S3 location given directly: a
-// backup folder or a single dump file.
+// MySQLRestore: like a backup, a one-shot operation run as a background task
+// (operation-reconciler.ts has the lifecycle they share). The source is a
+// Completed MySQLBackup (its location and storage settings, and the manifest
+// checksum it recorded) or an S3 location given directly: a backup folder or
+// a single dump file.
 //
 // A finalizer is held while the restore may run: deleting a running restore
 // aborts it, drops its staging databases, says in an Event what state the
 // target was left in, and only then lets the object go. A restore found
 // Running without a task in this process (its manager was killed) is marked
 // Interrupted, and its staging databases are dropped the same way.
-import {
-  addFinalizer,
-  hasFinalizer,
-  isBeingDeleted,
-  isNotFound,
-  LeadershipLostError,
-  removeFinalizer,
-  type ReconcileContext,
-  type Reconciler,
-  type Request,
-  type Result,
-} from "@stateward/core";
+import type { ReconcileContext } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "../api.ts";
 import { cleanUpRestore, leftTargetUntouched, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure } from "./failures.ts";
-import { now, recordPending, takeOverWaitMs, type OperationDeps } from "./operation.ts";
-import { writeRunStatus } from "./run-status.ts";
+import { NotReady, OperationReconciler, type PreparedRun } from "./operation-reconciler.ts";
+import type { OperationDeps } from "./operation.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
 
 export const RESTORE_FINALIZER = "stateward.io/restore-cleanup";
-const RT = MySQLRestoreKind.resource;
 
 export type RestoreReconcilerDeps = OperationDeps;
 
+export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
+  protected readonly noun = "restore";
+  protected readonly resource = MySQLRestoreKind.resource;
+  protected readonly finalizer = RESTORE_FINALIZER;
+  protected readonly retryAdvice = "Create a new MySQLRestore to restore again.";
+  protected readonly abortsWhenGone = true;
 
-class NotReady extends Error {
-  readonly reason: string;
-  constructor(reason: string, message: string) {
-    super(message);
-    this.reason = reason;
-  }
-}
-
-export class RestoreReconciler implements Reconciler {
-  private readonly d: RestoreReconcilerDeps;
-
-  constructor(deps: RestoreReconcilerDeps) {
-    this.d = deps;
+  /** Held from before the restore can start until it finished: nothing of it can be left on the server then. */
+  protected holdsFinalizer(restore: MySQLRestore): boolean {
+    const phase = restore.status?.phase;
+    return phase !== "Completed" && phase !== "Failed";
   }
 
-  /** Keys of restores being deleted: their task, aborted, says so in its own words. */
-  private readonly deleting = new Set<string>();
-
-  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
-    const ns = req.namespace ?? "";
-    const key = `restore/${ns}/${req.name}`;
-    const found = this.d.cache.get<MySQLRestore>(RT, ns, req.name);
-    if (!found) {
-      await this.d.tasks.cancel(key);
-      return undefined;
-    }
-    if (isBeingDeleted(found)) {
-      await this.finalize(found, key, ctx);
-      return undefined;
-    }
-    const phase = found.status?.phase;
-    if (phase === "Completed" || phase === "Failed") {
-      // Nothing of it can be left on the server once it finished.
-      await removeFinalizer(this.d.client, RT, found, RESTORE_FINALIZER);
-      return undefined;
-    }
-    if (phase === "Running") {
-      if (this.d.tasks.isRunning(key)) return undefined;
-      const fenceMs = takeOverWaitMs(this.d, found.status);
-      if (fenceMs > 0) {
-        // Its staging databases are dropped below: not while the other manager may still write them.
-        ctx.log.info("restore left Running by another manager; waiting until that manager has certainly stopped", {
-          startedBy: found.status?.startedBy, waitMs: fenceMs,
+  protected async prepare(restore: MySQLRestore, instance: MySQLInstance, key: string, ctx: ReconcileContext): Promise<PreparedRun> {
+    const ns = restore.metadata.namespace ?? "";
+    const { source, description } = await this.source(restore, ns);
+    const settings = await this.d.connector.connectionSettings(instance);
+    // A dump file has no manifest to stage by: it is applied in place.
+    const mode = "backup" in source ? (restore.spec.mode ?? "Staged") : "InPlace";
+    return {
+      status: { source: description, mode },
+      message: `Restoring ${description} into MySQLInstance ${instance.metadata.name}`,
+      started: `Restore of ${description} into MySQLInstance ${instance.metadata.name} started`,
+      run: async (signal) => {
+        const result = await runRestore({
+          target: await engineConnection(settings),
+          source,
+          databases: restore.spec.databases,
+          mode,
+          // Staging names come from the uid: a later cleanup finds what a killed run left.
+          runId: restore.metadata.uid ?? key,
+          signal,
+          logger: ctx.log,
         });
-        return { requeueAfter: fenceMs };
-      }
-      const by = found.status?.startedBy ? ` (${found.status.startedBy})` : "";
-      const message = `The manager running this restore${by} stopped before it finished. ${await this.cleanUp(found, ctx)} Create a new MySQLRestore to restore again.`;
-      await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Failed", completionTime: now() }, { status: "False", reason: "Interrupted", message });
-      await this.d.events.record(found, "Warning", "Interrupted", message);
-      return undefined;
-    }
-    // Held from before the restore can start until it finished (or its leftovers were dropped).
-    const restore = await addFinalizer(this.d.client, RT, found, RESTORE_FINALIZER);
-
-    const instance = this.d.cache.get<MySQLInstance>(MySQLInstanceKind.resource, ns, restore.spec.instanceRef.name);
-    if (!instance) {
-      await recordPending(this.d.client, RT, restore, "InstanceNotFound", `MySQLInstance ${restore.spec.instanceRef.name} not found in namespace ${ns}`);
-      return { requeueAfter: 30_000 };
-    }
-    if (!this.d.slots.tryAcquire(key)) {
-      await recordPending(this.d.client, RT, restore, "WaitingForSlot", `Waiting: ${this.d.slots.limit} backups and restores already run in this manager`);
-      return { requeueAfter: 5_000 };
-    }
-    let started = false;
-    try {
-      const { source, description } = await this.source(restore, ns);
-      const settings = await this.d.connector.connectionSettings(instance);
-      // A dump file has no manifest to stage by: it is applied in place.
-      const mode = "backup" in source ? (restore.spec.mode ?? "Staged") : "InPlace";
-      await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Running", startTime: now(), startedBy: this.d.identity, source: description, mode }, {
-        status: "False", reason: "Running", message: `Restoring ${description} into MySQLInstance ${instance.metadata.name}`,
-      });
-      await this.d.events.record(restore, "Normal", "Started", `Restore of ${description} into MySQLInstance ${instance.metadata.name} started`);
-      started = this.d.tasks.start(key, `restore ${ns}/${req.name}`, async (signal) => {
-        try {
-          const result = await runRestore({
-            target: await engineConnection(settings),
-            source,
-            databases: restore.spec.databases,
-            mode,
-            // Staging names come from the uid: a later cleanup finds what a killed run left.
-            runId: restore.metadata.uid ?? key,
-            signal,
-            logger: ctx.log,
-          });
-          await writeRunStatus(this.d.client, RT, ns, req.name, {
-            phase: "Completed",
-            completionTime: now(),
-            durationSeconds: Math.round(result.durations.totalMs / 1000),
-            objects: result.objects,
-            bytes: result.bytes,
-          }, { status: "True", reason: "Completed", message: `Restored ${result.objects} objects (${result.databases.join(", ")}) from ${result.location}` });
-          await this.d.events.record(restore, "Normal", "Completed", `Restore completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects from ${result.location}`);
-        } catch (err) {
-          if (signal.reason instanceof LeadershipLostError) {
-            // Not the leader any more: the new leader marks the run Interrupted once this manager has certainly stopped.
-            ctx.log.warn("restore stopped: this manager lost leadership", { restore: `${ns}/${req.name}` });
-            return;
-          }
-          const deleted = this.deleting.has(key);
-          const f = describeFailure(err, signal.aborted ? (deleted ? "the MySQLRestore was deleted" : "the manager is shutting down") : undefined);
-          const reason = deleted ? "Deleted" : f.reason;
-          const message = `Restore failed: ${f.message}. ${targetState(err, mode)}`.trim();
-          await writeRunStatus(this.d.client, RT, ns, req.name, { phase: "Failed", completionTime: now() }, { status: "False", reason, message });
-          await this.d.events.record(restore, "Warning", reason, message);
-        } finally {
-          this.d.slots.release(key);
-        }
-      }, (err) => ctx.log.error("restore task failed unexpectedly", { err }));
-      return undefined;
-    } catch (err) {
-      const f = err instanceof NotReady ? { reason: err.reason, message: err.message } : describeFailure(err);
-      await recordPending(this.d.client, RT, restore, f.reason, f.message);
-      await this.d.events.record(restore, "Warning", f.reason, f.message);
-      if (err instanceof NotReady) return { requeueAfter: 15_000 };
-      // The original error is not attached as `cause`: driver errors can carry SQL text; the message is the cleaned description.
-      // eslint-disable-next-line preserve-caught-error
-      throw new Error(f.message);
-    } finally {
-      if (!started) this.d.slots.release(key);
-    }
+        return {
+          status: { durationSeconds: Math.round(result.durations.totalMs / 1000), objects: result.objects, bytes: result.bytes },
+          message: `Restored ${result.objects} objects (${result.databases.join(", ")}) from ${result.location}`,
+          event: `Restore completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects from ${result.location}`,
+        };
+      },
+      failed: (err, signal, deleted) => {
+        const f = describeFailure(err, signal.aborted ? (deleted ? "the MySQLRestore was deleted" : "the manager is shutting down") : undefined);
+        const message = `Restore failed: ${f.message}. ${targetState(err, mode)}`.trim();
+        return { reason: deleted ? "Deleted" : f.reason, message, event: message };
+      },
+    };
   }
 
   /**
-   * Deletion: a running restore is aborted (its task drops the staging
-   * databases and records what state the target is in); a run killed
-   * earlier may have left staging databases, which are dropped here. The
-   * finalizer goes once that is done, or with a Warning naming what was
-   * left when the server cannot be reached.
+   * Deletion: a running restore was aborted (its task dropped the staging
+   * databases and recorded what state the target is in); a run killed
+   * earlier may have left staging databases, which are dropped here, with a
+   * Warning naming what was left when the server cannot be reached.
    */
-  private async finalize(restore: MySQLRestore, key: string, ctx: ReconcileContext): Promise<void> {
-    if (!hasFinalizer(restore, RESTORE_FINALIZER)) {
-      await this.d.tasks.cancel(key);
-      return;
-    }
-    if (this.d.tasks.isRunning(key)) {
-      this.deleting.add(key);
-      try {
-        await this.d.tasks.cancel(key);
-      } finally {
-        this.deleting.delete(key);
-      }
-    } else if (restore.status?.phase === "Running") {
-      const cleaned = await this.cleanUp(restore, ctx);
-      await this.d.events.record(restore, "Warning", "Deleted", `The MySQLRestore was deleted while a manager that is gone was running it. ${cleaned}`);
-    }
-    // The task wrote the status meanwhile: the finalizer is removed from the current object.
-    let live: MySQLRestore;
-    try {
-      live = await this.d.client.get<MySQLRestore>(RT, restore.metadata.namespace ?? "", restore.metadata.name ?? "");
-    } catch (err) {
-      // Released already (by an earlier pass over a stale cached copy): nothing left to do.
-      if (isNotFound(err)) return;
-      throw err;
-    }
-    await removeFinalizer(this.d.client, RT, live, RESTORE_FINALIZER);
+  protected async finalize(restore: MySQLRestore, wasRunning: boolean, ctx: ReconcileContext): Promise<void> {
+    if (wasRunning || restore.status?.phase !== "Running") return;
+    const cleaned = await this.cleanUpInterrupted(restore, ctx);
+    await this.d.events.record(restore, "Warning", "Deleted", `The MySQLRestore was deleted while a manager that is gone was running it. ${cleaned}`);
   }
 
   /** Drops what a killed run of `restore` left on its target; returns a sentence saying what state the target is in. */
-  private async cleanUp(restore: MySQLRestore, ctx: ReconcileContext): Promise<string> {
+  protected async cleanUpInterrupted(restore: MySQLRestore, ctx: ReconcileContext): Promise<string> {
     const ns = restore.metadata.namespace ?? "";
     const runId = restore.metadata.uid ?? `restore/${ns}/${restore.metadata.name ?? ""}`;
     const staging = stagingDatabaseName(runId, 0).replace(/_1$/, "_*");
