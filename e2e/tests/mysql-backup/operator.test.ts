@@ -120,6 +120,25 @@ describe("MySQLBackup and MySQLRestore", () => {
     expect(events.items.filter((e) => e.regarding?.name === "full").map((e) => e.reason)).toEqual(expect.arrayContaining(["Started", "Completed"]));
   });
 
+  it("starts a restore created before its backup within seconds of the backup completing (woken by the backup, not by a poll)", async () => {
+    // The restore comes first: it waits, Pending, for a backup that does not exist yet.
+    await client.create(RS, { apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name: "before-backup", namespace: ns }, spec: { instanceRef: { name: "db" }, source: { backupRef: { name: "later" } } } });
+    await waitFor("the restore waiting for its backup", async () => {
+      const r = await client.get<MySQLRestore>(RS, ns, "before-backup");
+      return findCondition(r.status?.conditions, "Ready")?.reason === "BackupNotFound" ? r : undefined;
+    });
+    await client.create(BK, backup("later"));
+    const done = await finished<MySQLBackup>(BK, "later");
+    expect(done.status?.phase).toBe("Completed");
+    // Polled every 15 s, the restore would start about 15 s after it first waited, whatever the backup does.
+    const started = await waitFor("the restore started", async () => {
+      const r = await client.get<MySQLRestore>(RS, ns, "before-backup");
+      return r.status?.phase === "Pending" || r.status?.phase === undefined ? undefined : r;
+    }, 5_000, 100);
+    expect(started.status?.source).toBe(done.status?.location);
+    expect((await finished<MySQLRestore>(RS, "before-backup")).status?.phase).toBe("Completed");
+  });
+
   it("fails a backup with wrong S3 credentials with a reason to act on, leaving nothing behind", async () => {
     await client.create(BK, backup("wrong-key", { storage: storage({ credentialsSecretRef: { name: "s3-wrong" } }) }));
     const failed = await finished<MySQLBackup>(BK, "wrong-key");

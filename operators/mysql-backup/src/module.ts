@@ -22,8 +22,9 @@ import {
   type SecretReader,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
-import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind } from "./api.ts";
+import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "./api.ts";
 import { BackupReconciler } from "./controllers/backup-reconciler.ts";
+import { RESTORE_BY_BACKUP, restoreBackupRef, restoresWaitingFor } from "./controllers/restore-index.ts";
 import { RestoreReconciler } from "./controllers/restore-reconciler.ts";
 import { ScheduleReconciler } from "./controllers/schedule-reconciler.ts";
 import { OperationSlots } from "./controllers/slots.ts";
@@ -71,7 +72,11 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
           builder
             .named("mysqlrestore")
             .for(MySQLRestoreKind.resource)
+            // A restore waiting for its backup starts when the backup completes: woken by it, not polled.
+            .watches<MySQLBackup>(MySQLBackupKind.resource, (backup) => restoresWaitingFor(cache, backup))
             .complete(new RestoreReconciler({ client, cache, events: events("mysqlrestore"), tasks, slots, connector, secrets, identity, leadership }));
+          // After complete(): the kind is registered with the target selector by then.
+          cache.addIndexer<MySQLRestore>(MySQLRestoreKind.resource, RESTORE_BY_BACKUP, restoreBackupRef);
         },
       });
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, [Tokens.Leadership, ...deps]);

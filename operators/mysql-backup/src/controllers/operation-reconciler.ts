@@ -43,7 +43,8 @@ export type OperationObject = KubeObject & { spec: { instanceRef: { name: string
 /**
  * Thrown by `prepare` when the operation cannot start yet for a reason that
  * goes away by itself (its backup is not Completed yet): recorded as Pending,
- * and the reconcile ends without an error; it is tried again in 15 s.
+ * and the reconcile ends without an error. What ends the wait must wake the
+ * controller (a watch), as nothing polls.
  */
 export class NotReady extends Error {
   readonly reason: string;
@@ -175,7 +176,7 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
       const f = err instanceof NotReady ? { reason: err.reason, message: err.message } : describeFailure(err);
       await recordPending(this.d.client, this.resource, obj, f.reason, f.message);
       await this.d.events.record(obj, "Warning", f.reason, f.message);
-      if (err instanceof NotReady) return { requeueAfter: 15_000 };
+      if (err instanceof NotReady) return undefined;
       // The original error is not attached as `cause`: driver errors can carry SQL text; the message is the cleaned description.
       // eslint-disable-next-line preserve-caught-error
       throw new Error(f.message);

@@ -2,7 +2,9 @@
 // (operation-reconciler.ts has the lifecycle they share). The source is a
 // Completed MySQLBackup (its location and storage settings, and the manifest
 // checksum it recorded) or an S3 location given directly: a backup folder or
-// a single dump file.
+// a single dump file. A restore whose backup is not Completed yet waits for it
+// as Pending; the MySQLBackup watch (restore-index.ts) wakes it when the
+// backup changes.
 //
 // A finalizer is held while the restore may run: deleting a running restore
 // aborts it, drops its staging databases, says in an Event what state the
