@@ -31,6 +31,10 @@ Flags of run:
   --health-addr ADDR           /healthz and /readyz bind address (default ":8081"; "0" disables)
   --log-level LEVEL            debug | info | warn | error (default "info")
   --crds install|verify        install the CRDs, or only check they exist (default "install")
+  --secrets watch|get          watch: list and watch Secrets (as metadata), act on a change at
+                               once; get: only read a Secret by name when it is needed (RBAC
+                               needs no list/watch on Secrets), a change is noticed at the next
+                               periodic check (default "watch")
 `;
 
 const SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -60,12 +64,14 @@ async function run(argv: string[]): Promise<number> {
       "health-addr": { type: "string", default: ":8081" },
       "log-level": { type: "string", default: "info" },
       crds: { type: "string", default: "install" },
+      secrets: { type: "string", default: "watch" },
     },
     strict: true,
   });
   const level = values["log-level"];
   if (!["debug", "info", "warn", "error"].includes(level)) throw new UsageError(`--log-level must be debug, info, warn or error, not "${level}"`);
   if (values.crds !== "install" && values.crds !== "verify") throw new UsageError(`--crds must be install or verify, not "${values.crds}"`);
+  if (values.secrets !== "watch" && values.secrets !== "get") throw new UsageError(`--secrets must be watch or get, not "${values.secrets}"`);
   const namespaces = list(values.namespaces);
   const operators = selectOperators(list(values.operators));
   const logger = createLogger({ level: level as LogLevel });
@@ -82,6 +88,7 @@ async function run(argv: string[]): Promise<number> {
     metricsAddr: values["metrics-addr"],
     healthAddr: values["health-addr"],
     crds: values.crds,
+    secrets: values.secrets,
     leaderElection: values["leader-elect"]
       ? { namespace: leaderElectionNamespace(values["leader-election-namespace"], namespaces) }
       : undefined,

@@ -36,6 +36,26 @@ app.kubernetes.io/part-of: stateward
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{/* --secrets: the value, or by scope — "watch" in listed namespaces, "get" cluster-wide. */}}
+{{- define "stateward.secretAccess" -}}
+{{- if .Values.secretAccess -}}
+{{- .Values.secretAccess -}}
+{{- else if .Values.watchNamespaces -}}
+watch
+{{- else -}}
+get
+{{- end -}}
+{{- end -}}
+
+{{/* The verbs reading Secrets need: get alone when the manager only reads them by name. */}}
+{{- define "stateward.secretReadVerbs" -}}
+{{- if eq (include "stateward.secretAccess" .) "get" -}}
+["get"]
+{{- else -}}
+["get", "list", "watch"]
+{{- end -}}
+{{- end -}}
+
 {{- define "stateward.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
@@ -61,7 +81,8 @@ it owns: the OwnerReferencesPermissionEnforcement admission plugin checks it.
 
 {{/*
 database-user: MySQLInstance and DatabaseUser, and the Secrets they reference (admin and user
-passwords; watched as metadata, each one read with get when its password is needed). A
+passwords; with --secrets watch watched as metadata; each one read with get when its password
+is needed). A
 MySQLInstance is also read with get when a deleted DatabaseUser's instance is not in the cache.
 */}}
 {{- define "stateward.rules.databaseUser" -}}
@@ -76,7 +97,7 @@ MySQLInstance is also read with get when a deleted DatabaseUser's instance is no
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+  verbs: {{ include "stateward.secretReadVerbs" . }}
 {{- end -}}
 
 {{/*
@@ -107,7 +128,7 @@ with get before each status write (they run long after the reconcile that starte
   verbs: ["get", "list", "watch"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch"]
+  verbs: {{ include "stateward.secretReadVerbs" . }}
 {{- end -}}
 
 {{/*
@@ -148,7 +169,10 @@ never taken over (NameConflict).
   verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "list", "watch", "create", "patch"]
+  verbs: {{ include "stateward.secretReadVerbs" . }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create", "patch"]
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "patch", "delete"]

@@ -19,6 +19,7 @@ export class ControllerBuilder {
   private readonly deps: ControllerDeps;
   private readonly register: (c: Controller) => void;
   private readonly defaultSelector: string | undefined;
+  private readonly unwatched: ResourceType[];
   private controllerName = "";
   private primary: ResourceType | undefined;
   private readonly specs: WatchSpec[] = [];
@@ -28,11 +29,15 @@ export class ControllerBuilder {
    * @param forSelector label selector applied server-side to the primary kind
    *   (the manager's `--target`); owned and watched kinds are filtered by the
    *   selector given to owns() / watches(), if any.
+   * @param unwatched kinds the manager may not list or watch (Secrets with `--secrets get`):
+   *   watches() on them are left out — the reconcilers read such objects by name and notice a
+   *   change at their next periodic check.
    */
-  constructor(deps: ControllerDeps, register: (c: Controller) => void, forSelector?: string) {
+  constructor(deps: ControllerDeps, register: (c: Controller) => void, forSelector?: string, unwatched: ResourceType[] = []) {
     this.deps = deps;
     this.register = register;
     this.defaultSelector = forSelector;
+    this.unwatched = unwatched;
   }
 
   named(name: string): this {
@@ -65,6 +70,7 @@ export class ControllerBuilder {
    * resourceVersion, and the reconciler GETs the one Secret it needs).
    */
   watches<T extends KubeObject>(rt: ResourceType, map: MapFunc<T>, predicates: Predicate<T>[] = [], scope: InformerScope = {}): this {
+    if (this.unwatched.some((u) => u.apiVersion === rt.apiVersion && u.plural === rt.plural)) return this;
     this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[], scope, relation: "watches" });
     return this;
   }

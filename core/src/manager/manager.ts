@@ -7,7 +7,7 @@ import { Container } from "inversify";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { Cache, type InformerOptions } from "../cache/index.ts";
-import { KubeClient, type RequestObservation } from "../client/index.ts";
+import { KubeClient, builtin, type RequestObservation } from "../client/index.ts";
 import type { Controller} from "../controller/index.ts";
 import { ControllerBuilder } from "../controller/index.ts";
 import { EventRecorder } from "../events/index.ts";
@@ -19,7 +19,7 @@ import { BackgroundTasks } from "./background.ts";
 import { installCrashPolicy, type CrashPolicyOptions } from "./crash-policy.ts";
 import { ensureCrds, type CrdPolicy } from "./crds.ts";
 import { uniqueKinds, type ControllerSetup, type OperatorModule } from "./module.ts";
-import { Tokens, systemClock, type ManagerSettings } from "./tokens.ts";
+import { Tokens, systemClock, type ManagerSettings, type SecretAccess } from "./tokens.ts";
 
 export const TARGET_LABEL = "stateward.io/target";
 
@@ -59,6 +59,14 @@ export interface ManagerOptions {
   onRequest?: (o: RequestObservation) => void;
   /** Informer tuning (watchdog, backoff); defaults are the informer's. */
   informer?: Omit<InformerOptions, "namespace" | "labelSelector" | "logger">;
+  /**
+   * How Secrets are accessed. "watch" (the default): Secrets are listed and watched as metadata,
+   * so a changed Secret is acted on at once. "get": Secrets are only read by name when a
+   * reconcile needs one, never listed or watched — the RBAC can then grant `get` alone (no
+   * listing every Secret in scope); a changed Secret is noticed at its referrers' next
+   * periodic check instead (documented per kind in the chart README).
+   */
+  secrets?: SecretAccess;
 }
 
 /** Requests counted by verb since the manager was created; tests and benchmarks read it. */
@@ -103,7 +111,7 @@ export class Manager {
   constructor(opts: ManagerOptions) {
     this.opts = opts;
     this.logger = opts.logger ?? createLogger();
-    this.settings = { namespaces: opts.namespaces ?? [], target: opts.target, targetLabel: TARGET_LABEL };
+    this.settings = { namespaces: opts.namespaces ?? [], target: opts.target, targetLabel: TARGET_LABEL, secrets: opts.secrets ?? "watch" };
     this.identity = opts.leaderElection?.identity ?? `${hostname()}_${randomBytes(4).toString("hex")}`;
     const host = (() => {
       try {
@@ -183,7 +191,9 @@ export class Manager {
 
     const deps = { cache: this.cache, logger: this.logger, metrics: this.metrics, leadership: this.leadership.signal };
     const setups = this.container.isBound(Tokens.ControllerSetup) ? this.container.getAll<ControllerSetup>(Tokens.ControllerSetup) : [];
-    for (const setup of setups) setup.setup(new ControllerBuilder(deps, (c) => this.controllers.push(c), this.targetSelector));
+    // With --secrets get, nothing lists or watches Secrets: watches() on them are left out here, once.
+    const unwatched = this.settings.secrets === "get" ? [builtin.secret] : [];
+    for (const setup of setups) setup.setup(new ControllerBuilder(deps, (c) => this.controllers.push(c), this.targetSelector, unwatched));
 
     this.probes.addHealthCheck("ping", () => undefined);
     this.probes.addReadyCheck("informer-sync", () => {
@@ -198,6 +208,7 @@ export class Manager {
       operators: this.loadedOperators,
       namespaces: this.settings.namespaces.length ? this.settings.namespaces : "all",
       target: this.opts.target ?? null,
+      secrets: this.settings.secrets,
     });
 
     const le = this.opts.leaderElection;

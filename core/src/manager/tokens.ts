@@ -39,4 +39,9 @@ export interface ManagerSettings {
   target: string | undefined;
   /** The label operators put on objects they create for a target: `stateward.io/target`. */
   targetLabel: string;
+  /** "watch": Secrets are listed and watched (as metadata); "get": only read by name (see ManagerOptions.secrets). */
+  secrets: SecretAccess;
 }
+
+/** How the manager may access Secrets: list and watch them, or only get one by name. */
+export type SecretAccess = "watch" | "get";

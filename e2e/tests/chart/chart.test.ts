@@ -120,7 +120,14 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("stateward.io", ["mysqlbackups"], ["list", "create"]),
   ],
 };
-const expectedFor = (operators: string[]) => [...new Set([...expectedPermissions.core!, ...operators.flatMap((o) => expectedPermissions[o]!)])].sort();
+/**
+ * With `--secrets get` (the default cluster-wide) Secrets are only read by name: no list or
+ * watch on them; with `watch` (the default in listed namespaces) the rules above.
+ */
+const expectedFor = (operators: string[], secrets: "watch" | "get" = "watch") =>
+  [...new Set([...expectedPermissions.core!, ...operators.flatMap((o) => expectedPermissions[o]!)])]
+    .filter((p) => secrets === "watch" || !["core/secrets:list", "core/secrets:watch"].includes(p))
+    .sort();
 
 /** The rules of the watched scope, however they are bound: the ClusterRole or Role named "...:manager". */
 function managerRoles(objects: RenderedObject[]): RenderedObject[] {
@@ -149,7 +156,8 @@ describe("helm lint and helm template", () => {
     const [manager, ...others] = managerRoles(objects);
     expect(others).toHaveLength(0);
     expect(manager?.kind).toBe("ClusterRole");
-    expect(permissions(rulesOf(manager!))).toEqual(expectedFor(ALL_OPERATORS));
+    // Cluster-wide, Secrets are only got by name: the manager cannot list the cluster's Secrets.
+    expect(permissions(rulesOf(manager!))).toEqual(expectedFor(ALL_OPERATORS, "get"));
     const binding = ofKind(objects, "ClusterRoleBinding").find((b) => b.metadata.name === manager!.metadata.name) as
       | (RenderedObject & { subjects: { kind: string; name: string; namespace: string }[]; roleRef: { kind: string; name: string } })
       | undefined;
@@ -177,6 +185,7 @@ describe("helm lint and helm template", () => {
     expect(flagValue(args, "--metrics-addr")).toBe(":8080");
     expect(flagValue(args, "--health-addr")).toBe(":8081");
     expect(flagValue(args, "--log-level")).toBe("info");
+    expect(flagValue(args, "--secrets")).toBe("get");
     expect(args).not.toContain("--namespaces");
     expect(args).not.toContain("--target");
 
@@ -217,6 +226,16 @@ describe("helm lint and helm template", () => {
     const args = managerContainer(objects).args ?? [];
     expect(flagValue(args, "--namespaces")).toBe("team-a,team-b");
     expect(flagValue(args, "--target")).toBe("orders-db");
+    expect(flagValue(args, "--secrets")).toBe("watch");
+  });
+
+  it("follows secretAccess when it is set: watch cluster-wide, get in listed namespaces", async () => {
+    const watching = await renderChart({ namespace: RELEASE_NS, values: { secretAccess: "watch" } });
+    expect(permissions(rulesOf(managerRoles(watching.objects)[0]!))).toEqual(expectedFor(ALL_OPERATORS, "watch"));
+    expect(flagValue(managerContainer(watching.objects).args ?? [], "--secrets")).toBe("watch");
+    const getting = await renderChart({ namespace: RELEASE_NS, values: { watchNamespaces: ["team-a"], secretAccess: "get" } });
+    expect(permissions(rulesOf(managerRoles(getting.objects)[0]!))).toEqual(expectedFor(ALL_OPERATORS, "get"));
+    expect(flagValue(managerContainer(getting.objects).args ?? [], "--secrets")).toBe("get");
   });
 
   it("grants only what the enabled operators use", async () => {
@@ -224,14 +243,14 @@ describe("helm lint and helm template", () => {
     const { objects } = await renderChart({ namespace: RELEASE_NS, values: { operators: ["database-user"] } });
     const rules = objects.filter((o) => o.kind === "ClusterRole" || o.kind === "Role").flatMap(rulesOf);
     for (const rule of rules) expect(rule.resources?.join(",")).not.toMatch(unused);
-    expect(permissions(rulesOf(managerRoles(objects)[0]!))).toEqual(expectedFor(["database-user"]));
-    // Secrets are only read by database-user: no create, patch or delete.
-    expect(permissions(rules).filter((p) => p.startsWith("core/secrets:"))).toEqual(["core/secrets:get", "core/secrets:list", "core/secrets:watch"]);
+    expect(permissions(rulesOf(managerRoles(objects)[0]!))).toEqual(expectedFor(["database-user"], "get"));
+    // Secrets are only read by database-user, by name: no list, watch, create, patch or delete.
+    expect(permissions(rules).filter((p) => p.startsWith("core/secrets:"))).toEqual(["core/secrets:get"]);
     expect(flagValue(managerContainer(objects).args ?? [], "--operators")).toBe("database-user");
 
     const backupOnly = await renderChart({ namespace: RELEASE_NS, values: { operators: ["mysql-backup"] } });
     const backupRules = rulesOf(managerRoles(backupOnly.objects)[0]!);
-    expect(permissions(backupRules)).toEqual(expectedFor(["mysql-backup"]));
+    expect(permissions(backupRules)).toEqual(expectedFor(["mysql-backup"], "get"));
     expect(backupRules.flatMap((r) => r.resources ?? [])).not.toContain("databaseusers");
     expect(backupRules.flatMap((r) => r.resources ?? [])).not.toContain("statefulsets");
   });
@@ -589,15 +608,18 @@ describe("the chart applied cluster-wide (default values)", () => {
   });
 
   it("grants the enabled operators' rules in every namespace, and nothing of the disabled one", async () => {
-    expect((await sa.list(builtin.secret)).items).toBeDefined();
+    // Secrets: got by name anywhere, never listed or watched.
+    await expect(sa.list(builtin.secret)).rejects.toSatisfy(isForbidden);
     await expectAccess(sa, [
+      { verb: "get", resource: "secrets", namespace: "kube-system" },
       { verb: "list", group: "stateward.io", resource: "databaseusers" },
       { verb: "watch", group: "stateward.io", resource: "mysqlbackups", namespace: elsewhere },
       { verb: "delete", group: "stateward.io", resource: "mysqlbackups", namespace: elsewhere },
-      { verb: "watch", resource: "secrets", namespace: "kube-system" },
       { verb: "create", group: "events.k8s.io", resource: "events", namespace: elsewhere },
     ], true);
     await expectAccess(sa, [
+      { verb: "list", resource: "secrets", namespace: elsewhere },
+      { verb: "watch", resource: "secrets", namespace: "kube-system" },
       { verb: "delete", resource: "namespaces", name: elsewhere },
       // mysql-cluster is not enabled: none of its rules exist.
       { verb: "create", group: "apps", resource: "statefulsets", namespace: elsewhere },

@@ -8,6 +8,7 @@
 // Once cluster-wide (a ClusterRole) and once scoped to one namespace (a Role there).
 import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import {
+  ApiError,
   Manager,
   builtin,
   captureLogs,
@@ -81,12 +82,19 @@ interface Mode {
   watchNamespaces: (appNs: string) => string[];
   /** The chart's target, so that a cluster-wide manager never acts on other suites' leftovers. */
   target: boolean;
+  /** The --secrets the chart gives the manager by default in this scope. */
+  secrets: "watch" | "get";
 }
 
 const modes: Mode[] = [
-  { name: "cluster-wide (a ClusterRole; a target keeps other suites' objects out)", watchNamespaces: () => [], target: true },
-  { name: "scoped to one namespace (a Role there)", watchNamespaces: (appNs) => [appNs], target: false },
+  { name: "cluster-wide (a ClusterRole; a target keeps other suites' objects out)", watchNamespaces: () => [], target: true, secrets: "get" },
+  { name: "scoped to one namespace (a Role there)", watchNamespaces: (appNs) => [appNs], target: false, secrets: "watch" },
 ];
+/**
+ * With --secrets get a rotated password is noticed at the DatabaseUser's next drift check
+ * (5 min by default, as the chart README says); shortened here so the rotation step stays quick.
+ */
+const DRIFT_CHECK_MS = 3_000;
 
 afterAll(() => removeChartScratch());
 
@@ -108,6 +116,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
   let s3: S3Client;
   let servers: LocalPodServers | undefined;
   let storageClass: string | undefined;
+  let kubeconfig = "";
 
   const storage = (credentials = "s3-creds") => ({
     s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: credentials } },
@@ -184,21 +193,23 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     const namespaces = flagValue(args, "--namespaces")?.split(",") ?? [];
     expect(namespaces).toEqual(mode.watchNamespaces(appNs));
     expect(flagValue(args, "--target")).toBe(target);
+    expect(flagValue(args, "--secrets")).toBe(mode.secrets);
     // The cluster's pods get local servers; it is loaded first, so all operators reach pods through them.
     servers = new LocalPodServers(admin, join(env.dir, "rbac-pods", id), appNs).start();
     const available: Record<string, () => OperatorModule> = {
       "mysql-cluster": () => createMySQLClusterOperator({ addresses: servers }),
-      "database-user": () => createDatabaseUserOperator(),
+      "database-user": () => createDatabaseUserOperator(mode.secrets === "get" ? { driftCheckIntervalMs: DRIFT_CHECK_MS } : {}),
       "mysql-backup": () => createMySQLBackupOperator(),
     };
 
-    const kubeconfig = await serviceAccountKubeconfig(env.kubeconfig, release, deployment!.spec.template.spec.serviceAccountName);
+    kubeconfig = await serviceAccountKubeconfig(env.kubeconfig, release, deployment!.spec.template.spec.serviceAccountName);
     logs = captureLogs();
     manager = new Manager({
       kubeConfig: kubeConfigFrom(kubeconfig),
       namespaces,
       target,
       crds: "verify",
+      secrets: mode.secrets,
       leaderElection: { namespace: release },
       logger: logs.logger,
       onRequest: (o) => requests.push(o),
@@ -210,6 +221,21 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
       return lease.spec?.holderIdentity || undefined;
     });
     expect(holder).toBe(manager.identity);
+  });
+
+  it(mode.secrets === "get" ? "cannot list or watch Secrets anywhere: it reads one by name" : "lists and watches Secrets only in the watched namespace", async () => {
+    const asManager = testClient(kubeconfig);
+    const refused = async (what: () => Promise<unknown>) =>
+      what().then(
+        () => 200,
+        (err: unknown) => {
+          if (err instanceof ApiError) return err.status;
+          throw err;
+        },
+      );
+    // The namespace the manager itself runs in, which it never watches in either mode.
+    expect(await refused(() => asManager.list(builtin.secret, { namespace: release }))).toBe(403);
+    expect(await refused(() => asManager.list(builtin.secret, { namespace: appNs }))).toBe(mode.secrets === "get" ? 403 : 200);
   });
 
   it("makes the MySQLInstance Ready, and a MySQLBackup whose S3 Secret is missing waits Pending with SecretNotFound and an Event", async () => {
