@@ -1,7 +1,9 @@
 // Why a reconcile failed, in the words a condition and an event carry: a
 // CamelCase reason, a message naming the cause (the Secret, the key, the
 // instance — never a value), and whether retrying can help.
-import { InvalidIdentifierError, MissingSecretError, MySQLError } from "@stateward/mysql";
+import { MySQLError } from "./errors.ts";
+import { InvalidIdentifierError } from "./identifiers.ts";
+import { MissingSecretError } from "./secrets.ts";
 
 export class Failure extends Error {
   override name = "Failure";
