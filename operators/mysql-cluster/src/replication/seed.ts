@@ -24,7 +24,7 @@
 import type { Connection } from "mysql2";
 import type { PoolConnection } from "mysql2/promise";
 import { cellText } from "./cell.ts";
-import { dumpedColumns, insertPrefix, quoteIdentifier, rowExpression, viewPlaceholder, type ColumnInfo, type InstanceConnection } from "@stateward/mysql";
+import { SYSTEM_DATABASES, dumpedColumns, insertPrefix, notSystemDatabase, quoteIdentifier, rowExpression, viewPlaceholder, type ColumnInfo, type InstanceConnection } from "@stateward/mysql";
 
 type Row = Record<string, unknown>;
 
@@ -61,7 +61,6 @@ export interface SeedOptions {
 /** Server errors of a lock that was not granted in time: lock wait timeout, statement time exceeded (MariaDB, MySQL). */
 const LOCK_TIMEOUT_ERRNOS = new Set([1205, 1969, 3024]);
 
-const SYSTEM_DATABASES = new Set(["mysql", "information_schema", "performance_schema", "sys"]);
 /** The privilege tables that hold accounts, roles and grants, per flavor. Missing ones are skipped. */
 const ACCOUNT_TABLES = {
   MariaDB: ["global_priv", "db", "tables_priv", "columns_priv", "procs_priv", "proxies_priv", "roles_mapping"],
@@ -189,7 +188,8 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
 
       try {
         await q(dst, "SET SESSION sql_log_bin = 0, foreign_key_checks = 0, unique_checks = 0, time_zone = '+00:00', NAMES utf8mb4, sql_mode = 'NO_AUTO_VALUE_ON_ZERO'");
-        const [own] = await q(dst, `SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ('mysql','information_schema','performance_schema','sys')`);
+        const userDatabases = notSystemDatabase("SCHEMA_NAME");
+        const [own] = await q(dst, `SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE ${userDatabases.sql}`, userDatabases.values);
         if (Number(text(own, "n")) > 0) throw new SeedError("the replica already holds databases; seeding only fills an empty server");
 
         // Accounts first: views, routines and triggers name their definers.
