@@ -6,7 +6,7 @@ export { directAddresses, replicationSource, type ServerAddress, type ServerAddr
 export { poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 export { InstanceConnection, MySQLConnector, type ConnectError, type ConnectorOptions, type SqlValue, type StatementObservation } from "./connector.ts";
 export { MySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";
-export { FLAVORS, atLeast, detectServer, type Flavor, type ServerInfo } from "./flavor.ts";
+export { FLAVORS, atLeast, detectServer, flavorOf, type Flavor, type ServerInfo } from "./flavor.ts";
 export {
   InvalidIdentifierError,
   MAX_HOST_LENGTH,

@@ -10,7 +10,8 @@
 import type { Logger } from "@stateward/core";
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { flavorOf, MySQLSession, type MySQLConnectionOptions, type ServerFlavor } from "./connection.ts";
+import { flavorOf, type Flavor as ServerFlavor } from "@stateward/mysql";
+import { MySQLSession, type MySQLConnectionOptions } from "./connection.ts";
 import { abortedError, BackupError, messageOf, throwIfAborted } from "./errors.ts";
 import { describeDatabase, hasPostData, listUserDatabases, renderPostDataObject, renderSchemaObject, type DatabaseSchema, type TableSchema } from "./schema.ts";
 import { SYSTEM_DATABASES as systemDatabases } from "@stateward/mysql";

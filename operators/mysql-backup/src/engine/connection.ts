@@ -3,7 +3,6 @@
 // reason says what happened.
 import mysql, { type Connection, type QueryError, type RowDataPacket, type SslOptions } from "mysql2";
 import { BackupError, messageOf, type BackupFailureReason } from "./errors.ts";
-import type { ServerFlavor } from "../storage/manifest.ts";
 
 /** How to log in to a MySQL or MariaDB server. */
 export interface MySQLConnectionOptions {
@@ -21,8 +20,6 @@ export interface MySQLConnectionOptions {
   /** Give up connecting after this long. Defaults to 10 000 ms. */
   connectTimeoutMs?: number;
 }
-
-export type { ServerFlavor };
 
 export function endpointOf(options: Pick<MySQLConnectionOptions, "host" | "port">): string {
   return `${options.host}:${options.port ?? 3306}`;
@@ -226,9 +223,4 @@ export class MySQLSession {
     if (typeof socket?.destroy === "function") socket.destroy();
     else this.raw.destroy();
   }
-}
-
-/** "MariaDB" when the version string says so (10.x reports e.g. "10.11.6-MariaDB-log"). */
-export function flavorOf(version: string): ServerFlavor {
-  return /mariadb/i.test(version) ? "MariaDB" : "MySQL";
 }

@@ -3,7 +3,8 @@
 // snapshot transaction opened on every dump connection, the replication
 // position read while still locked, then the lock released. Every connection
 // then sees exactly the data of that position, however long the dump takes.
-import type { MySQLSession, ServerFlavor } from "./connection.ts";
+import type { Flavor as ServerFlavor } from "@stateward/mysql";
+import type { MySQLSession } from "./connection.ts";
 import { BackupError } from "./errors.ts";
 import type { ReplicationPosition } from "../storage/manifest.ts";
 
