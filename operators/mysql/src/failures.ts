@@ -31,6 +31,7 @@ export function toFailure(err: unknown, instanceName: string, prefix: "Instance"
     const instance = `MySQLInstance ${instanceName}`;
     switch (err.failure) {
       case "Unreachable":
+      case "ConnectionLost":
         return new Failure(`${prefix}Unreachable`, `${instance} is unreachable: ${err.message}`);
       case "AuthenticationFailed":
         return new Failure(`${prefix}AuthenticationFailed`, `${instance} refused the admin credentials: ${err.message}`);
@@ -44,6 +45,9 @@ export function toFailure(err: unknown, instanceName: string, prefix: "Instance"
         return new Failure("InvalidSpec", `${instance} refused the statement: ${err.message}`, true);
       case "PasswordRejected":
         return new Failure("PasswordRejected", `${instance} refused the password: ${err.message}`);
+      case "NoSuchDatabase":
+      case "LockTimeout":
+      case "SchemaChanged":
       case "ServerError":
         return new Failure("SQLError", `${instance}: ${err.message}${err.code ? ` (${err.code})` : ""}`);
     }

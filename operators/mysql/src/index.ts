@@ -5,7 +5,7 @@ export { CLUSTER_REPLICATION_USER, SYSTEM_USERS } from "./accounts.ts";
 export { directAddresses, replicationSource, type ServerAddress, type ServerAddressResolver } from "./addresses.ts";
 export { ownConnectionSsl, poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 export { InstanceConnection, MySQLConnector, type ConnectError, type ConnectorOptions, type SqlValue, type StatementObservation } from "./connector.ts";
-export { MySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";
+export { MySQLError, classifyMySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";
 export { FLAVORS, atLeast, detectServer, flavorOf, type Flavor, type ServerInfo } from "./flavor.ts";
 export {
   InvalidIdentifierError,
