@@ -34,6 +34,7 @@ export { Failure, toFailure } from "./failures.ts";
 export { INSTANCE_BY_SECRET, bindInstanceController, instanceSecrets, type InstanceControllerOptions } from "./instance-controller.ts";
 export { MySQLInstanceReconciler, jitter, type MySQLInstanceReconcilerOptions } from "./instance-reconciler.ts";
 export { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
+export { SnapshotLockTimeoutError, readGtidPosition, takeConsistentSnapshot, type Snapshot, type SnapshotOptions, type SnapshotSession } from "./snapshot.ts";
 export { SYSTEM_DATABASES, notSystemDatabase } from "./system-databases.ts";
 export { MySQLTokens, bindMySQLServices, registerInstanceInformer } from "./services.ts";
 export { viewPlaceholder } from "./schema-objects.ts";
