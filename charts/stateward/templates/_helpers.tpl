@@ -104,7 +104,8 @@ MySQLInstance is also read with get when a deleted DatabaseUser's instance is no
 mysql-backup: backups (a finalizer when deletionPolicy is Delete), restores (a finalizer while
 one may run, to drop its staging databases), and schedules,
 which create the MySQLBackups they own and delete them for retention; the MySQLInstances they
-point at, and the Secrets holding MySQL and S3 credentials. Backups and restores are re-read
+point at (and their status: every MySQL operator runs the MySQLInstance controller), and the
+Secrets holding MySQL and S3 credentials. Backups and restores are re-read
 with get before each status write (they run long after the reconcile that started them).
 */}}
 {{- define "stateward.rules.mysqlBackup" -}}
@@ -126,6 +127,9 @@ with get before each status write (they run long after the reconcile that starte
 - apiGroups: ["stateward.io"]
   resources: ["mysqlinstances"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlinstances/status"]
+  verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: {{ include "stateward.secretReadVerbs" . }}
@@ -134,7 +138,7 @@ with get before each status write (they run long after the reconcile that starte
 {{/*
 mysql-cluster: MySQLCluster and everything it owns, server-side applied (StatefulSet, Services,
 ConfigMap, PodDisruptionBudget, the MySQLInstance of its primary; garbage collection deletes
-them), the root and replication Secrets it generates, the role label and readiness-gate
+them) and the MySQLInstances' status (the MySQLInstance controller every MySQL operator runs), the root and replication Secrets it generates, the role label and readiness-gate
 condition it keeps on the cluster's Pods, the Pods it deletes one at a time in a rollout, the
 MySQLBackups it looks for (none may run during a rollout) or takes before one, and — when
 storage.size grows — the PersistentVolumeClaims it expands and the StatefulSet it deletes
@@ -167,6 +171,9 @@ never taken over (NameConflict).
 - apiGroups: ["stateward.io"]
   resources: ["mysqlinstances"]
   verbs: ["get", "list", "watch", "create", "patch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlinstances/status"]
+  verbs: ["update"]
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: {{ include "stateward.secretReadVerbs" . }}

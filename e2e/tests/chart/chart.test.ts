@@ -103,6 +103,7 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("stateward.io", ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status"], ["update"]),
     ...perms("stateward.io", ["mysqlbackupschedules/finalizers"], ["update"]),
     ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch"]),
+    ...perms("stateward.io", ["mysqlinstances/status"], ["update"]),
     ...perms("core", ["secrets"], ["get", "list", "watch"]),
   ],
   "mysql-cluster": [
@@ -114,6 +115,7 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("core", ["services", "configmaps"], ["get", "list", "watch", "create", "patch"]),
     ...perms("policy", ["poddisruptionbudgets"], ["get", "list", "watch", "create", "patch"]),
     ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch", "create", "patch"]),
+    ...perms("stateward.io", ["mysqlinstances/status"], ["update"]),
     ...perms("core", ["secrets"], ["get", "list", "watch", "create", "patch"]),
     ...perms("core", ["pods"], ["list", "watch", "patch", "delete"]),
     ...perms("core", ["pods/status"], ["patch"]),

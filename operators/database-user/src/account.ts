@@ -3,7 +3,8 @@
 // values, escaped by the driver in a session whose sql_mode the connector
 // pinned. The password is passed as a secret of every statement that carries
 // it, so no error message can echo it.
-import { parseShowGrants, quoteAccount, type InstanceConnection, type ParsedGrant } from "@stateward/mysql";
+import { quoteAccount, type InstanceConnection } from "@stateward/mysql";
+import { parseShowGrants, type ParsedGrant } from "./show-grants.ts";
 import type { DatabaseUserSpec } from "./api.ts";
 
 export interface Account {

@@ -1,4 +1,5 @@
-import { MySQLInstanceKind, PRIVILEGE_NAMES } from "@stateward/mysql";
+import { MySQLInstanceKind } from "@stateward/mysql";
+import { PRIVILEGE_NAMES } from "./privileges.ts";
 import { describe, expect, it } from "vitest";
 import { DatabaseUserKind } from "./api.ts";
 

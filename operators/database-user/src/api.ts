@@ -12,16 +12,8 @@ import {
   stringEnum,
   type ObjectOf,
 } from "@stateward/core";
-import {
-  GLOBAL_ONLY_PRIVILEGES,
-  MAX_HOST_LENGTH,
-  MAX_IDENTIFIER_LENGTH,
-  MAX_USER_LENGTH,
-  NOT_TABLE_PRIVILEGES,
-  PRIVILEGE_NAMES,
-  objectNameField,
-  secretKeyField,
-} from "@stateward/mysql";
+import { MAX_HOST_LENGTH, MAX_IDENTIFIER_LENGTH, MAX_USER_LENGTH, objectNameField, secretKeyField } from "@stateward/mysql";
+import { GLOBAL_ONLY_PRIVILEGES, NOT_TABLE_PRIVILEGES, PRIVILEGE_NAMES } from "./privileges.ts";
 
 /** CEL list literal of strings (the privilege names are plain upper-case words). */
 const celList = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(", ")}]`;

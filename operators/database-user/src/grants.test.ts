@@ -1,4 +1,5 @@
-import { detectServer, parseShowGrants } from "@stateward/mysql";
+import { detectServer } from "@stateward/mysql";
+import { parseShowGrants } from "./show-grants.ts";
 import { describe, expect, it } from "vitest";
 import type { Grant } from "./api.ts";
 import { actualGrants, changeStatements, describeChange, desiredGrants, diffGrants, isEmptyDiff, type GrantDiff } from "./grants.ts";

@@ -4,17 +4,9 @@
 // Grants come first and revokes after, so a privilege that only moves (from a
 // table to its database, say) is never briefly missing, and a privilege in
 // both sets is never touched. Pure: no I/O.
-import {
-  ALL_PRIVILEGES,
-  allPrivilegesAt,
-  canonicalPrivilege,
-  checkPrivilegeKeyword,
-  databaseInGrant,
-  grantLevel,
-  grantLevelSql,
-  type ParsedGrant,
-  type ServerInfo,
-} from "@stateward/mysql";
+import { checkPrivilegeKeyword, databaseInGrant, grantLevelSql, type ServerInfo } from "@stateward/mysql";
+import { ALL_PRIVILEGES, allPrivilegesAt, canonicalPrivilege, grantLevel } from "./privileges.ts";
+import { type ParsedGrant } from "./show-grants.ts";
 import type { Grant } from "./api.ts";
 
 type Server = Pick<ServerInfo, "flavor" | "major" | "minor" | "patch">;

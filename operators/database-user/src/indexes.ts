@@ -1,11 +1,9 @@
 // Cache indexes that map a changed object to the objects that refer to it:
-// a Secret to the MySQLInstances and DatabaseUsers using it, a MySQLInstance
+// a Secret to the DatabaseUsers using it, a MySQLInstance
 // to its DatabaseUsers, an account to the DatabaseUsers claiming it.
 import type { KubeObject, Request } from "@stateward/core";
-import type { MySQLInstance } from "@stateward/mysql";
 import type { DatabaseUser } from "./api.ts";
 
-export const INSTANCE_BY_SECRET = "mysqlinstance.secret";
 export const USER_BY_SECRET = "databaseuser.secret";
 export const USER_BY_INSTANCE = "databaseuser.instance";
 export const USER_BY_ACCOUNT = "databaseuser.account";
@@ -15,14 +13,6 @@ const key = (namespace: string | undefined, name: string) => `${namespace ?? ""}
 /** The index value of any object: `<namespace>/<name>`. */
 export function objectIndexKey(obj: KubeObject): string {
   return key(obj.metadata.namespace, obj.metadata.name ?? "");
-}
-
-export function instanceSecrets(instance: MySQLInstance): string[] {
-  const ns = instance.metadata.namespace;
-  const out = [key(ns, instance.spec.adminSecretRef.name)];
-  const ca = instance.spec.tls?.caSecretRef;
-  if (ca) out.push(key(ns, ca.name));
-  return out;
 }
 
 export function userSecret(user: DatabaseUser): string[] {

@@ -1,5 +1,6 @@
 // The database-user operator as an OperatorModule: the MySQLInstance and
-// DatabaseUser kinds, the shared MySQL services, and two controllers.
+// DatabaseUser kinds, the shared MySQL services and MySQLInstance controller,
+// and the DatabaseUser controller.
 import {
   Tokens,
   builtin,
@@ -18,34 +19,34 @@ import {
 import {
   MySQLInstanceKind,
   MySQLTokens,
+  bindInstanceController,
   bindMySQLServices,
   registerInstanceInformer,
   type ConnectorOptions,
   type MySQLConnector,
-  type MySQLInstance,
   type SecretReader,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
 import {
-  INSTANCE_BY_SECRET,
   USER_BY_ACCOUNT,
   USER_BY_INSTANCE,
   USER_BY_SECRET,
-  instanceSecrets,
   objectIndexKey,
   toRequest,
   userAccount,
   userInstance,
   userSecret,
 } from "./indexes.ts";
-import { MySQLInstanceReconciler } from "./instance-reconciler.ts";
 import { DatabaseUserReconciler } from "./user-reconciler.ts";
 
 export interface DatabaseUserOperatorOptions {
   /** How often a converged account is compared with the server again (reads only). Defaults to 5 min. */
   driftCheckIntervalMs?: number;
-  /** How often a MySQLInstance is checked again once reachable. Defaults to 60 s. */
+  /**
+   * How often a MySQLInstance is checked again once reachable. Defaults to 60 s.
+   * Applies when this is the first MySQL operator bound in the manager (the instance controller is shared).
+   */
   instanceCheckIntervalMs?: number;
   /** DatabaseUsers reconciled at once. Defaults to 4, the connector's pool size per instance. */
   maxConcurrentReconciles?: number;
@@ -65,27 +66,7 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
       bindMySQLServices(container, options.connector);
       const { bind } = container;
 
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, settings: ManagerSettings) => ({
-          setup: (builder) => {
-            registerInstanceInformer(cache, settings);
-            builder
-              .named("mysqlinstance")
-              .for(MYI, [generationChanged])
-              // Secrets are cached as metadata only: a change bumps the resourceVersion; SecretReader GETs the one it needs.
-              .watches(builtin.secret, (secret) => cache.byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, objectIndexKey(secret)).map(toRequest), [], { metadataOnly: true })
-              // A server that does not answer is tried again at least as often as a healthy one is
-              // checked: its status follows the server (a cluster's primary coming up, a restart),
-              // not a backoff grown to many minutes.
-              .withOptions({ maxRetryDelayMs: options.instanceCheckIntervalMs ?? 60_000 })
-              .complete(new MySQLInstanceReconciler(client, cache, events("mysqlinstance"), connector, { checkIntervalMs: options.instanceCheckIntervalMs }));
-            // After complete(): the kind is registered with the target selector by then (an indexer added first would register it unfiltered).
-            cache.addIndexer<MySQLInstance>(MYI, INSTANCE_BY_SECRET, instanceSecrets);
-          },
-        }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, Tokens.ManagerSettings],
-      );
-
+      bindInstanceController(container, { checkIntervalMs: options.instanceCheckIntervalMs });
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
         (
           client: KubeClient,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { MySQLInstance, ParsedGrant } from "@stateward/mysql";
+import type { MySQLInstance } from "@stateward/mysql";
+import type { ParsedGrant } from "./show-grants.ts";
 import { adminPrivileges, isClusterInstance, knownOrigin, protectedAccount } from "./ownership.ts";
 
 describe("protectedAccount", () => {

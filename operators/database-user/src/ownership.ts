@@ -3,7 +3,8 @@
 // exists could otherwise reset its password, revoke its grants and, on delete,
 // drop it — the admin account, root, or a cluster's replication account
 // included. Pure: the reconciler supplies what it read.
-import { CLUSTER_REPLICATION_USER, SYSTEM_USERS, type MySQLInstance, type ParsedGrant } from "@stateward/mysql";
+import { CLUSTER_REPLICATION_USER, SYSTEM_USERS, type MySQLInstance } from "@stateward/mysql";
+import { type ParsedGrant } from "./show-grants.ts";
 import type { Account } from "./account.ts";
 import type { DatabaseUser } from "./api.ts";
 

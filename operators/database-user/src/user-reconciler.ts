@@ -25,10 +25,13 @@ import {
   type Result,
 } from "@stateward/core";
 import {
+  Failure,
   MissingSecretError,
   MySQLInstanceKind,
+  jitter,
   quoteAccount,
   secretValue,
+  toFailure,
   type InstanceConnection,
   type MySQLConnector,
   type MySQLInstance,
@@ -47,10 +50,8 @@ import {
   type Account,
 } from "./account.ts";
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
-import { Failure, toFailure } from "./failures.ts";
 import { actualGrants, changeStatements, describeChange, desiredGrants, diffGrants, isEmptyDiff } from "./grants.ts";
 import { USER_BY_ACCOUNT, mysqlUserName, userAccount } from "./indexes.ts";
-import { jitter } from "./instance-reconciler.ts";
 import { nativePasswordHash, passwordFingerprint } from "./password.ts";
 import { writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";

@@ -2,7 +2,8 @@
 // privilege that exists on MariaDB only, or on MySQL only. Found before any
 // statement runs and reported as a terminal condition (editing the object is
 // the only fix).
-import { isKnownPrivilege, privilegeFlavors, type ServerInfo } from "@stateward/mysql";
+import { type ServerInfo } from "@stateward/mysql";
+import { isKnownPrivilege, privilegeFlavors } from "./privileges.ts";
 import type { DatabaseUserSpec } from "./api.ts";
 
 /** Problems with `spec` on `server`, as sentences; empty when there are none. */

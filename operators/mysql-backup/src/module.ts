@@ -16,6 +16,7 @@ import {
 import {
   MySQLInstanceKind,
   MySQLTokens,
+  bindInstanceController,
   bindMySQLServices,
   registerInstanceInformer,
   type MySQLConnector,
@@ -39,11 +40,12 @@ const SlotsToken = Symbol.for("stateward.mysql-backup.OperationSlots");
 export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = {}): OperatorModule {
   return {
     name: "mysql-backup",
-    // MySQLInstance is the database-user operator's kind; listed here too so a
-    // manager running only this operator still installs (or verifies) its CRD.
+    // MySQLInstance is shared by the MySQL operators (@stateward/mysql); listed here so a
+    // manager running only this operator installs (or verifies) its CRD and keeps its status.
     kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLBackupScheduleKind, MySQLInstanceKind],
     container: new ContainerModule((container) => {
       bindMySQLServices(container);
+      bindInstanceController(container);
       const { bind } = container;
       bind<OperationSlots>(SlotsToken).toConstantValue(new OperationSlots(options.maxConcurrentOperations ?? 2));
       const deps: [symbol, symbol, symbol, symbol, symbol, symbol, symbol, symbol, symbol] = [

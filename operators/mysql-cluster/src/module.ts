@@ -17,6 +17,7 @@ import {
 import {
   MySQLInstanceKind,
   MySQLTokens,
+  bindInstanceController,
   bindMySQLServices,
   registerInstanceInformer,
   type MySQLConnector,
@@ -52,6 +53,7 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
         container.bind<ServerAddressResolver>(MySQLTokens.ServerAddresses).toConstantValue(options.addresses);
       }
       bindMySQLServices(container);
+      bindInstanceController(container);
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
         (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks) => ({
           setup: (builder) => {

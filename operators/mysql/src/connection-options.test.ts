@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { poolOptions, sslOptions } from "./connection-options.ts";
+import { ownConnectionSsl, poolOptions, sslOptions, type ConnectionSettings } from "./connection-options.ts";
 
 describe("sslOptions", () => {
   it("maps each TLS mode as MySQL's client does", () => {
@@ -18,5 +18,16 @@ describe("poolOptions", () => {
     const o = poolOptions({ host: "db", port: 3306, user: "root", password: "", tlsMode: "disabled", ca: undefined });
     expect(o).toMatchObject({ host: "db", port: 3306, user: "root", multipleStatements: false, connectionLimit: 4, maxIdle: 2 });
     expect(o).not.toHaveProperty("ssl");
+  });
+});
+
+describe("ownConnectionSsl", () => {
+  const preferred: ConnectionSettings = { host: "db", port: 3306, user: "root", password: "", tlsMode: "preferred", ca: undefined };
+  it("attempts TLS under preferred unless the server is known to offer none", () => {
+    expect(ownConnectionSsl(preferred)).toEqual({ rejectUnauthorized: false });
+    expect(ownConnectionSsl({ ...preferred, tlsOffered: true })).toEqual({ rejectUnauthorized: false });
+    expect(ownConnectionSsl({ ...preferred, tlsOffered: false })).toBeUndefined();
+    // Only preferred has a fallback: required stays encrypted whatever was found.
+    expect(ownConnectionSsl({ ...preferred, tlsMode: "required", tlsOffered: false })).toEqual({ rejectUnauthorized: false });
   });
 });

@@ -12,6 +12,11 @@ export interface ConnectionSettings {
   tlsMode: TlsMode;
   /** PEM CA bundle for verify-ca / verify-identity; the system CAs when undefined. */
   ca: string | undefined;
+  /**
+   * For `preferred`: whether the server offered TLS when the instance's shared
+   * pool opened (see MySQLConnector.connectionSettings); undefined when not known.
+   */
+  tlsOffered?: boolean;
 }
 
 export interface PoolTuning {
@@ -43,6 +48,11 @@ export function sslOptions(mode: TlsMode, ca: string | undefined, attemptTls = t
     case "verify-identity":
       return { ...(ca !== undefined ? { ca } : {}), rejectUnauthorized: true, verifyIdentity: true };
   }
+}
+
+/** The TLS options for a connection of your own: `preferred` attempts TLS unless the server is known to offer none. */
+export function ownConnectionSsl(settings: ConnectionSettings): PoolOptions["ssl"] {
+  return sslOptions(settings.tlsMode, settings.ca, settings.tlsOffered ?? true);
 }
 
 export function poolOptions(settings: ConnectionSettings, tuning: PoolTuning = {}, attemptTls = true): PoolOptions {

@@ -201,7 +201,7 @@ export class MySQLConnector {
   async connect(instance: MySQLInstance): Promise<InstanceConnection> {
     if (this.closed) throw new Error("the MySQL connector is closed (the manager is shutting down)");
     const key = `${instance.metadata.namespace ?? ""}/${instance.metadata.name ?? ""}`;
-    const settings = await this.connectionSettings(instance);
+    const settings = await this.resolveSettings(instance);
     const fingerprint = createHash("sha256").update(JSON.stringify([instance.metadata.uid, settings])).digest("hex");
     const existing = this.pools.get(key);
     if (existing?.fingerprint === fingerprint) return existing.ready;
@@ -240,9 +240,26 @@ export class MySQLConnector {
    * operator that opens connections of its own (a long backup should not hold
    * a connection of the shared pool). They hold the admin password: keep them
    * out of logs, events, status and errors.
+   *
+   * With TLS mode `preferred`, `tlsOffered` says whether to attempt TLS (see
+   * ownConnectionSsl): the instance's pool found out when it opened — it is
+   * opened now if need be — so no connection is opened just to ask. A pool
+   * that cannot open leaves it unknown (TLS is attempted): the caller's own
+   * connection then fails and reports why in its own words.
    * @throws MissingSecretError when the admin or CA Secret or a key is missing
    */
   async connectionSettings(instance: MySQLInstance): Promise<ConnectionSettings> {
+    const settings = await this.resolveSettings(instance);
+    if (settings.tlsMode !== "preferred") return settings;
+    const tlsOffered = await this.connect(instance).then(
+      (conn) => conn.tls,
+      () => undefined,
+    );
+    return tlsOffered === undefined ? settings : { ...settings, tlsOffered };
+  }
+
+  /** The instance's spec with its Secrets and address resolved. */
+  private async resolveSettings(instance: MySQLInstance): Promise<ConnectionSettings> {
     const namespace = instance.metadata.namespace ?? "";
     const { spec } = instance;
     const admin = spec.adminSecretRef;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MySQLError, redact, toMySQLError } from "./errors.ts";
+import { MySQLError, classifyMySQLError, redact, toMySQLError } from "./errors.ts";
 
 const driverError = (code: string, message: string, extra: Record<string, unknown> = {}) =>
   Object.assign(new Error(message), { code, sqlMessage: message, sql: "CREATE USER `a`@`%` IDENTIFIED BY 'hunter2'", ...extra });
@@ -35,5 +35,24 @@ describe("toMySQLError", () => {
     expect(e.message).toBe("Your password '[REDACTED]' does not satisfy the policy");
     expect(e.failure).toBe("PasswordRejected");
     expect(redact("a-b-a", ["a", ""])).toBe("[REDACTED]-b-[REDACTED]");
+  });
+});
+
+describe("classifyMySQLError", () => {
+  it("tells a server never reached from a connection lost mid-statement", () => {
+    expect(classifyMySQLError("ECONNREFUSED", "", true)).toBe("Unreachable");
+    expect(classifyMySQLError("ETIMEDOUT", "", true)).toBe("Unreachable");
+    expect(classifyMySQLError("ETIMEDOUT", "", false)).toBe("ConnectionLost");
+    expect(classifyMySQLError("PROTOCOL_CONNECTION_LOST", "", false)).toBe("ConnectionLost");
+    expect(classifyMySQLError("ER_CONNECTION_KILLED", "", false)).toBe("ConnectionLost");
+    expect(classifyMySQLError(undefined, "connect timed out", true)).toBe("Unreachable");
+  });
+
+  it("classifies what a backup needs to tell apart", () => {
+    expect(classifyMySQLError("ER_BAD_DB_ERROR", "Unknown database")).toBe("NoSuchDatabase");
+    expect(classifyMySQLError("ER_LOCK_WAIT_TIMEOUT", "")).toBe("LockTimeout");
+    expect(classifyMySQLError("ER_TABLE_DEF_CHANGED", "")).toBe("SchemaChanged");
+    expect(classifyMySQLError("ER_PROCACCESS_DENIED_ERROR", "")).toBe("InsufficientPrivileges");
+    expect(classifyMySQLError("ER_DUP_ENTRY", "")).toBe("ServerError");
   });
 });

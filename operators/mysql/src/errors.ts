@@ -5,19 +5,30 @@
 // logs every failed reconcile, with the error's own properties) would leak it.
 // So every error that crosses this package's boundary is a MySQLError built
 // from the server's code and message only, with no `cause` and no SQL.
+// What went wrong is classified here, once, for every MySQL operator: each
+// turns a MySQLFailure into its own condition reasons (failures.ts for
+// MySQLInstance and DatabaseUser; the backup engine's BackupError reasons).
 
 /** What went wrong, in the terms a condition reason uses. */
 export type MySQLFailure =
-  /** No TCP connection: refused, timed out, DNS, reset. */
+  /** No TCP connection: refused, DNS, no route; or timed out while connecting. */
   | "Unreachable"
+  /** The connection broke once made: reset, closed, killed, the server shutting down, a timeout mid-statement. */
+  | "ConnectionLost"
   /** The server refused the admin credentials. */
   | "AuthenticationFailed"
   /** The TLS handshake failed, or the server does not offer TLS where it is required. */
   | "TLSFailed"
   /** The admin account lacks a privilege the statement needs. */
   | "InsufficientPrivileges"
-  /** A table named in a grant does not exist (yet). */
+  /** A database named in a statement does not exist. */
+  | "NoSuchDatabase"
+  /** A table named in a statement (a grant) does not exist (yet). */
   | "NoSuchTable"
+  /** A lock was not granted within lock_wait_timeout. */
+  | "LockTimeout"
+  /** A table's definition changed while a consistent snapshot was reading it. */
+  | "SchemaChanged"
   /** The statement cannot succeed as written (bad name, privilege not valid at that level). */
   | "InvalidStatement"
   /** The server refused the password (MySQL's validate_password component). */
@@ -45,18 +56,23 @@ export class MySQLError extends Error {
   }
 }
 
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED",
+/** No connection could be made (ETIMEDOUT: see classifyMySQLError). */
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+
+/** A connection that was made broke. */
+const LOST_CODES = new Set([
   "ECONNRESET",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN",
   "EPIPE",
   "PROTOCOL_CONNECTION_LOST",
   "PROTOCOL_SEQUENCE_TIMEOUT",
   "PROTOCOL_PACKETS_OUT_OF_ORDER",
+  "PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR",
+  "ER_SERVER_SHUTDOWN",
+  "ER_CONNECTION_KILLED",
+  "ER_NET_READ_ERROR",
+  "ER_NET_READ_INTERRUPTED",
+  "ER_NET_WRITE_INTERRUPTED",
+  "ER_NET_ERROR_ON_WRITE",
 ]);
 
 const TLS_CODE = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|HANDSHAKE_NO_SSL_SUPPORT|ERR_TLS/;
@@ -67,8 +83,10 @@ const PRIVILEGE_CODES = new Set([
   "ER_SPECIFIC_ACCESS_DENIED_ERROR",
   "ER_TABLEACCESS_DENIED_ERROR",
   "ER_COLUMNACCESS_DENIED_ERROR",
+  "ER_PROCACCESS_DENIED_ERROR",
   "ER_DBACCESS_DENIED_ERROR",
   "ER_ACCESS_DENIED_ERROR",
+  "ER_ACCESS_DENIED_NO_PASSWORD_ERROR",
   "ER_PASSWORD_NOT_ALLOWED",
 ]);
 
@@ -107,6 +125,30 @@ export function redact(text: string, secrets: readonly string[]): string {
 }
 
 /**
+ * What a server or driver error code means. `connecting` says whether it
+ * happened while logging in (where "access denied" means wrong credentials,
+ * and a timeout an unreachable server) or while running a statement (where
+ * they mean a missing privilege and a lost connection). `message` decides
+ * for errors without a code.
+ */
+export function classifyMySQLError(code: string | undefined, message: string, connecting = false): MySQLFailure {
+  if (code === undefined) return /timeout|timed out/i.test(message) ? "Unreachable" : "ServerError";
+  if (UNREACHABLE_CODES.has(code)) return "Unreachable";
+  if (code === "ETIMEDOUT") return connecting ? "Unreachable" : "ConnectionLost";
+  if (LOST_CODES.has(code)) return "ConnectionLost";
+  if (TLS_CODE.test(code)) return "TLSFailed";
+  if (connecting && AUTH_CODES.has(code)) return "AuthenticationFailed";
+  if (PRIVILEGE_CODES.has(code)) return "InsufficientPrivileges";
+  if (code === "ER_BAD_DB_ERROR") return "NoSuchDatabase";
+  if (code === "ER_NO_SUCH_TABLE") return "NoSuchTable";
+  if (code === "ER_LOCK_WAIT_TIMEOUT") return "LockTimeout";
+  if (code === "ER_TABLE_DEF_CHANGED") return "SchemaChanged";
+  if (code === "ER_NOT_VALID_PASSWORD" || code === "ER_NOT_VALID_PASSWORD_LENGTH") return "PasswordRejected";
+  if (INVALID_CODES.has(code)) return "InvalidStatement";
+  return "ServerError";
+}
+
+/**
  * A MySQLError for whatever mysql2 (or the network) threw. `connecting` says
  * whether the error happened while logging in (where "access denied" means
  * wrong credentials) or while running a statement (where it means a missing
@@ -122,14 +164,5 @@ export function toMySQLError(err: unknown, opts: { connecting?: boolean; secrets
   // A refused connection to a name with several addresses is an AggregateError with an empty message.
   const raw = text || code || String(err);
   const message = redact(raw, opts.secrets ?? []);
-  const make = (failure: MySQLFailure) => new MySQLError(failure, message, code, errno);
-  if (code === undefined) return make(/timeout|timed out/i.test(message) ? "Unreachable" : "ServerError");
-  if (NETWORK_CODES.has(code)) return make("Unreachable");
-  if (TLS_CODE.test(code)) return make("TLSFailed");
-  if (opts.connecting && AUTH_CODES.has(code)) return make("AuthenticationFailed");
-  if (PRIVILEGE_CODES.has(code)) return make("InsufficientPrivileges");
-  if (code === "ER_NO_SUCH_TABLE") return make("NoSuchTable");
-  if (code === "ER_NOT_VALID_PASSWORD" || code === "ER_NOT_VALID_PASSWORD_LENGTH") return make("PasswordRejected");
-  if (INVALID_CODES.has(code)) return make("InvalidStatement");
-  return make("ServerError");
+  return new MySQLError(classifyMySQLError(code, message, opts.connecting), message, code, errno);
 }

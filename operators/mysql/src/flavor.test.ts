@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { atLeast, detectServer } from "./flavor.ts";
+import { atLeast, detectServer, flavorOf } from "./flavor.ts";
+
+describe("flavorOf", () => {
+  it("tells MariaDB from MySQL by the version string", () => {
+    expect(flavorOf("10.11.19-MariaDB-0+deb12u1")).toBe("MariaDB");
+    expect(flavorOf("8.4.3")).toBe("MySQL");
+  });
+});
 
 describe("detectServer", () => {
   it("recognises MariaDB by its version string, with or without the replication prefix", () => {

@@ -19,18 +19,26 @@ export interface ServerInfo {
 }
 
 /**
- * Detects the flavor and version from `SELECT VERSION(), @@version_comment`.
- * MariaDB always names itself in VERSION(); MySQL and its builds (Percona,
- * cloud variants) do not, and are treated as MySQL. Older MariaDB handshakes
+ * The flavor from `SELECT VERSION(), @@version_comment` (the comment is
+ * optional). MariaDB always names itself in VERSION(), e.g.
+ * "10.11.6-MariaDB-log"; MySQL and its builds (Percona, cloud variants) do
+ * not, and are treated as MySQL.
+ */
+export function flavorOf(versionString: string, versionComment = ""): Flavor {
+  return /mariadb/i.test(versionString) || /mariadb/i.test(versionComment) ? "MariaDB" : "MySQL";
+}
+
+/**
+ * Detects the flavor (see flavorOf) and version. Older MariaDB handshakes
  * prefix "5.5.5-" for replication compatibility; that prefix is skipped.
  */
 export function detectServer(versionString: string, versionComment = ""): ServerInfo {
-  const isMariaDB = /mariadb/i.test(versionString) || /mariadb/i.test(versionComment);
-  const withoutPrefix = isMariaDB ? versionString.replace(/^5\.5\.5-/, "") : versionString;
+  const flavor = flavorOf(versionString, versionComment);
+  const withoutPrefix = flavor === "MariaDB" ? versionString.replace(/^5\.5\.5-/, "") : versionString;
   const m = /(\d+)\.(\d+)\.(\d+)/.exec(withoutPrefix);
   if (!m) throw new Error(`cannot read a version number from the server's VERSION() ${JSON.stringify(versionString)}`);
   const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  return { flavor: isMariaDB ? "MariaDB" : "MySQL", version: `${major}.${minor}.${patch}`, major, minor, patch, versionString };
+  return { flavor, version: `${major}.${minor}.${patch}`, major, minor, patch, versionString };
 }
 
 /** True when the server's version is at least `major.minor.patch`. */

@@ -1,12 +1,12 @@
 // Public surface of @stateward/mysql: what the MySQL operators share — the
 // MySQLInstance kind, the per-instance connection pools, identifier quoting,
-// flavor detection, the privilege catalogue and the SHOW GRANTS parser.
+// flavor detection, the MySQLInstance controller every MySQL operator runs.
 export { CLUSTER_REPLICATION_USER, SYSTEM_USERS } from "./accounts.ts";
 export { directAddresses, replicationSource, type ServerAddress, type ServerAddressResolver } from "./addresses.ts";
-export { poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
+export { ownConnectionSsl, poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 export { InstanceConnection, MySQLConnector, type ConnectError, type ConnectorOptions, type SqlValue, type StatementObservation } from "./connector.ts";
-export { MySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";
-export { FLAVORS, atLeast, detectServer, type Flavor, type ServerInfo } from "./flavor.ts";
+export { MySQLError, classifyMySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";
+export { FLAVORS, atLeast, detectServer, flavorOf, type Flavor, type ServerInfo } from "./flavor.ts";
 export {
   InvalidIdentifierError,
   MAX_HOST_LENGTH,
@@ -30,22 +30,12 @@ export {
   type MySQLInstanceSpec,
   type TlsMode,
 } from "./instance-api.ts";
-export {
-  ALL_PRIVILEGES,
-  GLOBAL_ONLY_PRIVILEGES,
-  NOT_TABLE_PRIVILEGES,
-  PRIVILEGE_NAMES,
-  allPrivilegesAt,
-  canonicalPrivilege,
-  grantLevel,
-  isKnownPrivilege,
-  privilegeFlavors,
-  privilegeLevels,
-  type GrantLevel,
-  type PrivilegeName,
-} from "./privileges.ts";
+export { Failure, toFailure } from "./failures.ts";
+export { INSTANCE_BY_SECRET, bindInstanceController, instanceSecrets, type InstanceControllerOptions } from "./instance-controller.ts";
+export { MySQLInstanceReconciler, jitter, type MySQLInstanceReconcilerOptions } from "./instance-reconciler.ts";
 export { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
+export { SnapshotLockTimeoutError, readGtidPosition, takeConsistentSnapshot, type Snapshot, type SnapshotOptions, type SnapshotSession } from "./snapshot.ts";
+export { SYSTEM_DATABASES, notSystemDatabase } from "./system-databases.ts";
 export { MySQLTokens, bindMySQLServices, registerInstanceInformer } from "./services.ts";
-export { ShowGrantsParseError, parseGrantLine, parseShowGrants, type ObjectGrant, type OtherGrant, type ParsedGrant } from "./show-grants.ts";
 export { viewPlaceholder } from "./schema-objects.ts";
 export { dumpedColumns, insertPrefix, rowExpression, valueEncoding, valueExpression, type ColumnInfo, type ValueEncoding } from "./row-format.ts";

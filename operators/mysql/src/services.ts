@@ -16,6 +16,8 @@ export const MySQLTokens = {
   SecretReader: Symbol.for("stateward.mysql.SecretReader"),
   /** ServerAddressResolver: where a host and port are reached (a test binds its own first). */
   ServerAddresses: Symbol.for("stateward.mysql.ServerAddresses"),
+  /** ControllerSetup of the MySQLInstance controller, bound once however many MySQL operators load (instance-controller.ts). */
+  InstanceController: Symbol.for("stateward.mysql.InstanceController"),
 } as const;
 
 /**

@@ -14,10 +14,11 @@
 import type { Logger } from "@stateward/core";
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { flavorOf, MySQLSession, type MySQLConnectionOptions, type ServerFlavor } from "./connection.ts";
+import { flavorOf, SYSTEM_DATABASES as systemDatabases, type Flavor as ServerFlavor } from "@stateward/mysql";
+import { MySQLSession, type MySQLConnectionOptions } from "./connection.ts";
 import { abortedError, throwIfAborted } from "./errors.ts";
 import { BackupError, messageOf } from "../errors.ts";
-import { describeDatabase, hasPostData, listUserDatabases, renderPostDataObject, renderSchemaObject, systemDatabases, type DatabaseSchema, type TableSchema } from "./schema.ts";
+import { describeDatabase, hasPostData, listUserDatabases, renderPostDataObject, renderSchemaObject, type DatabaseSchema, type TableSchema } from "./schema.ts";
 import { prepareDumpSession, takeSnapshot, type Snapshot } from "./snapshot.ts";
 import { qualifiedName, validateIdentifier } from "./sql.ts";
 import { dumpTable, type DataPart } from "./table-dump.ts";

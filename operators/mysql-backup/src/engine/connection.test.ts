@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { flavorOf, mysqlFailure, withoutStatement } from "./connection.ts";
+import { mysqlFailure, withoutStatement } from "./connection.ts";
 
 const mysqlError = (code: string, message: string, sql?: string): Error => Object.assign(new Error(message), { code, ...(sql ? { sql } : {}) });
 
@@ -26,10 +26,5 @@ describe("MySQL errors", () => {
     expect(cause.sql).toBeUndefined();
     expect(cause.code).toBe("ER_DUP_ENTRY");
     expect(JSON.stringify(mysqlFailure(err, "apply", "x").cause)).not.toContain("SECRETHASH");
-  });
-
-  it("tells MariaDB from MySQL by the version string", () => {
-    expect(flavorOf("10.11.19-MariaDB-0+deb12u1")).toBe("MariaDB");
-    expect(flavorOf("8.4.3")).toBe("MySQL");
   });
 });

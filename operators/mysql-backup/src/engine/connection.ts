@@ -2,8 +2,8 @@
 // can be streamed), with every MySQL error mapped to a BackupError whose
 // reason says what happened.
 import mysql, { type Connection, type QueryError, type RowDataPacket, type SslOptions } from "mysql2";
+import { classifyMySQLError, type MySQLFailure } from "@stateward/mysql";
 import { BackupError, messageOf, type BackupFailureReason } from "../errors.ts";
-import type { ServerFlavor } from "../storage/manifest.ts";
 
 /** How to log in to a MySQL or MariaDB server. */
 export interface MySQLConnectionOptions {
@@ -22,45 +22,30 @@ export interface MySQLConnectionOptions {
   connectTimeoutMs?: number;
 }
 
-export type { ServerFlavor };
-
 export function endpointOf(options: Pick<MySQLConnectionOptions, "host" | "port">): string {
   return `${options.host}:${options.port ?? 3306}`;
 }
 
-const unreachableCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "HANDSHAKE_SSL_ERROR"]);
-const lostCodes = new Set([
-  "PROTOCOL_CONNECTION_LOST",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "ER_SERVER_SHUTDOWN",
-  "ER_CONNECTION_KILLED",
-  "ER_NET_READ_ERROR",
-  "ER_NET_READ_INTERRUPTED",
-  "ER_NET_WRITE_INTERRUPTED",
-  "ER_NET_ERROR_ON_WRITE",
-  "PROTOCOL_SEQUENCE_TIMEOUT",
-  "PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR",
-]);
-const deniedCodes = new Set([
-  "ER_ACCESS_DENIED_ERROR",
-  "ER_ACCESS_DENIED_NO_PASSWORD_ERROR",
-  "ER_DBACCESS_DENIED_ERROR",
-  "ER_TABLEACCESS_DENIED_ERROR",
-  "ER_COLUMNACCESS_DENIED_ERROR",
-  "ER_SPECIFIC_ACCESS_DENIED_ERROR",
-  "ER_PROCACCESS_DENIED_ERROR",
-]);
-
-function reasonOf(code: string, connecting: boolean): { reason: BackupFailureReason; retryable: boolean } {
-  if (connecting && unreachableCodes.has(code)) return { reason: "DatabaseUnreachable", retryable: true };
-  if (lostCodes.has(code) || unreachableCodes.has(code)) return { reason: "ConnectionLost", retryable: true };
-  if (deniedCodes.has(code)) return { reason: "DatabaseAccessDenied", retryable: false };
-  if (code === "ER_BAD_DB_ERROR") return { reason: "DatabaseNotFound", retryable: false };
-  if (code === "ER_LOCK_WAIT_TIMEOUT") return { reason: "LockTimeout", retryable: true };
-  if (code === "ER_TABLE_DEF_CHANGED") return { reason: "SchemaChanged", retryable: true };
-  return { reason: "DatabaseError", retryable: false };
+/** A MySQL failure (classified once, in @stateward/mysql) as the reason of a backup or restore. */
+function reasonOf(failure: MySQLFailure, connecting: boolean): { reason: BackupFailureReason; retryable: boolean } {
+  switch (failure) {
+    case "Unreachable":
+    case "TLSFailed":
+      return { reason: connecting ? "DatabaseUnreachable" : "ConnectionLost", retryable: true };
+    case "ConnectionLost":
+      return { reason: "ConnectionLost", retryable: true };
+    case "AuthenticationFailed":
+    case "InsufficientPrivileges":
+      return { reason: "DatabaseAccessDenied", retryable: false };
+    case "NoSuchDatabase":
+      return { reason: "DatabaseNotFound", retryable: false };
+    case "LockTimeout":
+      return { reason: "LockTimeout", retryable: true };
+    case "SchemaChanged":
+      return { reason: "SchemaChanged", retryable: true };
+    default:
+      return { reason: "DatabaseError", retryable: false };
+  }
 }
 
 /**
@@ -85,9 +70,9 @@ export function withoutStatement(err: unknown): unknown {
  */
 export function mysqlFailure(err: unknown, what: string, endpoint: string, connecting = false): BackupError {
   if (err instanceof BackupError) return err;
-  const code = (err as Partial<QueryError> | undefined)?.code ?? "";
-  const { reason, retryable } = reasonOf(code, connecting);
+  const code = (err as Partial<QueryError> | undefined)?.code;
   const detail = messageOf(err);
+  const { reason, retryable } = reasonOf(classifyMySQLError(code, detail, connecting), connecting);
   let message: string;
   switch (reason) {
     case "DatabaseUnreachable":
@@ -226,9 +211,4 @@ export class MySQLSession {
     if (typeof socket?.destroy === "function") socket.destroy();
     else this.raw.destroy();
   }
-}
-
-/** "MariaDB" when the version string says so (10.x reports e.g. "10.11.6-MariaDB-log"). */
-export function flavorOf(version: string): ServerFlavor {
-  return /mariadb/i.test(version) ? "MariaDB" : "MySQL";
 }

@@ -11,11 +11,8 @@
 // bodies of routines, triggers and events sit between DELIMITER lines.
 import { BackupError } from "../errors.ts";
 import type { MySQLSession } from "./connection.ts";
-import { viewPlaceholder, type ColumnInfo } from "@stateward/mysql";
+import { SYSTEM_DATABASES, viewPlaceholder, type ColumnInfo } from "@stateward/mysql";
 import { charsetName, qualifiedName, quoteIdentifier, stringLiteral } from "./sql.ts";
-
-/** Databases that belong to the server itself; never part of a backup. */
-export const systemDatabases: ReadonlySet<string> = new Set(["information_schema", "performance_schema", "mysql", "sys"]);
 
 /** Session settings at the top of every object; restored after each special section. */
 export const sessionDefaults = {
@@ -114,7 +111,7 @@ export async function listUserDatabases(session: MySQLSession): Promise<string[]
   const rows = await session.query<Row>("SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA", [], "list the databases");
   return rows
     .map((r) => text(r, "name", "the database list"))
-    .filter((n) => !systemDatabases.has(n.toLowerCase()))
+    .filter((n) => !SYSTEM_DATABASES.has(n.toLowerCase()))
     .sort();
 }
 

@@ -1,9 +1,10 @@
-// One consistent point in time shared by several connections, as mydumper
-// takes it: a brief global read lock (no commit can happen), a consistent-
-// snapshot transaction opened on every dump connection, the replication
-// position read while still locked, then the lock released. Every connection
-// then sees exactly the data of that position, however long the dump takes.
-import type { MySQLSession, ServerFlavor } from "./connection.ts";
+// The backup's consistent point in time: the shared snapshot of
+// @stateward/mysql (global read lock, a consistent-snapshot transaction on
+// every dump connection, release) with the replication position — binary log
+// file, offset and GTID — read while still locked, and failures told as a
+// backup tells them.
+import { SnapshotLockTimeoutError, readGtidPosition, takeConsistentSnapshot, type Flavor as ServerFlavor, type SnapshotSession } from "@stateward/mysql";
+import type { MySQLSession } from "./connection.ts";
 import { BackupError } from "../errors.ts";
 import type { ReplicationPosition } from "../storage/manifest.ts";
 
@@ -65,10 +66,8 @@ async function readPosition(control: MySQLSession, flavor: ServerFlavor, warning
     const executed = asText(row.Executed_Gtid_Set);
     if (executed) position.gtid = executed.replace(/\s+/g, "");
   }
-  const gtidVariable = flavor === "MariaDB" ? "@@GLOBAL.gtid_binlog_pos" : "@@GLOBAL.gtid_executed";
   try {
-    const [gtid] = await control.query<Row>(`SELECT ${gtidVariable} AS gtid`, [], "read the GTID position");
-    const value = asText(gtid?.gtid)?.replace(/\s+/g, "");
+    const value = (await readGtidPosition(snapshotSession(control, "read the GTID position"), flavor)).replace(/\s+/g, "");
     if (value) position.gtid = value;
   } catch {
     // Servers without GTIDs: the binlog file and offset are what there is.
@@ -76,9 +75,22 @@ async function readPosition(control: MySQLSession, flavor: ServerFlavor, warning
   return Object.keys(position).length > 0 ? position : null;
 }
 
+/** The engine's session as the shared snapshot's: `what` names the statement in errors. */
+function snapshotSession(session: MySQLSession, what: string | ((sql: string) => string)): SnapshotSession {
+  return { query: (sql, values = []) => session.query<Row>(sql, values, typeof what === "string" ? what : what(sql)) };
+}
+
+/** What the locking session's statements do, for their errors. */
+function controlStatement(sql: string): string {
+  if (sql.startsWith("SET SESSION lock_wait_timeout")) return "set the lock wait timeout";
+  if (sql.startsWith("UNLOCK")) return "release the global read lock";
+  return "take the global read lock (FLUSH TABLES WITH READ LOCK)";
+}
+
 /**
- * Takes the snapshot. `control` holds the lock; every session in `dumpers`
- * ends up inside a consistent-snapshot transaction at the same point.
+ * Takes the snapshot (takeConsistentSnapshot of @stateward/mysql). `control`
+ * holds the lock; every session in `dumpers` ends up inside a
+ * consistent-snapshot transaction at the same point.
  */
 export async function takeSnapshot(
   control: MySQLSession,
@@ -87,11 +99,19 @@ export async function takeSnapshot(
   lockWaitTimeoutSeconds: number,
 ): Promise<Snapshot> {
   const warnings: string[] = [];
-  // FLUSH TABLES WITH READ LOCK waits behind long-running statements, and
-  // while it waits, it blocks every writer: give up rather than stall the server.
-  await control.query("SET SESSION lock_wait_timeout = ?", [lockWaitTimeoutSeconds], "set the lock wait timeout");
   try {
-    await control.query("FLUSH TABLES WITH READ LOCK", [], "take the global read lock (FLUSH TABLES WITH READ LOCK)");
+    const taken = await takeConsistentSnapshot(
+      snapshotSession(control, controlStatement),
+      {
+        flavor,
+        lockWaitSeconds: lockWaitTimeoutSeconds,
+        readers: dumpers.map((s) => snapshotSession(s, "open the consistent snapshot")),
+        // A broken control connection releases its lock by going away.
+        onUnlockFailed: () => control.destroy(),
+      },
+      () => readPosition(control, flavor, warnings),
+    );
+    return { at: taken.at, lockedMs: taken.lockedMs, position: taken.value, warnings };
   } catch (err) {
     if (err instanceof BackupError && err.reason === "DatabaseAccessDenied") {
       throw new BackupError(
@@ -100,7 +120,7 @@ export async function takeSnapshot(
         { cause: err },
       );
     }
-    if (err instanceof BackupError && err.reason === "LockTimeout") {
+    if (err instanceof SnapshotLockTimeoutError || (err instanceof BackupError && err.reason === "LockTimeout")) {
       throw new BackupError(
         "LockTimeout",
         `could not take the global read lock within ${lockWaitTimeoutSeconds} s: long-running statements or DDL hold tables open; retry later`,
@@ -109,19 +129,4 @@ export async function takeSnapshot(
     }
     throw err;
   }
-  const lockedAt = performance.now();
-  const at = new Date();
-  let position: ReplicationPosition | null;
-  try {
-    await Promise.all(
-      dumpers.map((s) => s.query("START TRANSACTION WITH CONSISTENT SNAPSHOT", [], "open the consistent snapshot")),
-    );
-    position = await readPosition(control, flavor, warnings);
-  } finally {
-    await control.query("UNLOCK TABLES", [], "release the global read lock").catch(() => {
-      // A broken control connection releases its lock by going away.
-      control.destroy();
-    });
-  }
-  return { at, lockedMs: Math.round(performance.now() - lockedAt), position, warnings };
 }

@@ -1,6 +1,7 @@
 // manifest.json: what a backup contains, in restore order, with each object's
 // size and SHA-256. Written last, so its presence means "complete"; read back
 // (and validated) before any restore.
+import type { Flavor as ServerFlavor } from "@stateward/mysql";
 import { BackupError } from "../errors.ts";
 import { compressions, type Compression } from "./compression.ts";
 
@@ -45,7 +46,8 @@ export interface ReplicationPosition {
   gtid?: string;
 }
 
-export type ServerFlavor = "MariaDB" | "MySQL";
+/** The manifest's name for the server flavor (the one type, from @stateward/mysql). */
+export type { ServerFlavor };
 
 export interface BackupManifest {
   format: typeof manifestFormat;

@@ -24,7 +24,21 @@
 import type { Connection } from "mysql2";
 import type { PoolConnection } from "mysql2/promise";
 import { cellText } from "./cell.ts";
-import { dumpedColumns, insertPrefix, quoteIdentifier, rowExpression, viewPlaceholder, type ColumnInfo, type InstanceConnection } from "@stateward/mysql";
+import {
+  SYSTEM_DATABASES,
+  SnapshotLockTimeoutError,
+  dumpedColumns,
+  insertPrefix,
+  notSystemDatabase,
+  quoteIdentifier,
+  readGtidPosition,
+  rowExpression,
+  takeConsistentSnapshot,
+  viewPlaceholder,
+  type ColumnInfo,
+  type Flavor,
+  type InstanceConnection,
+} from "@stateward/mysql";
 
 type Row = Record<string, unknown>;
 
@@ -58,10 +72,6 @@ export interface SeedOptions {
   signal?: AbortSignal;
 }
 
-/** Server errors of a lock that was not granted in time: lock wait timeout, statement time exceeded (MariaDB, MySQL). */
-const LOCK_TIMEOUT_ERRNOS = new Set([1205, 1969, 3024]);
-
-const SYSTEM_DATABASES = new Set(["mysql", "information_schema", "performance_schema", "sys"]);
 /** The privilege tables that hold accounts, roles and grants, per flavor. Missing ones are skipped. */
 const ACCOUNT_TABLES = {
   MariaDB: ["global_priv", "db", "tables_priv", "columns_priv", "procs_priv", "proxies_priv", "roles_mapping"],
@@ -124,11 +134,12 @@ async function copyRows(src: PoolConnection, dst: PoolConnection, database: stri
 }
 
 /**
- * FLUSH TABLES WITH READ LOCK, only when nothing has been running long on the
- * primary and bounded in time: while FTWRL waits for a table in use, every
- * write on the server waits behind it.
+ * The snapshot (takeConsistentSnapshot of @stateward/mysql) and its GTID
+ * position, only when nothing has been running long on the primary and
+ * bounded in time: while FTWRL waits for a table in use, every write on the
+ * server waits behind it.
  */
-async function lockForSnapshot(src: PoolConnection, mariadb: boolean, lockWaitSeconds: number, longStatementSeconds: number): Promise<void> {
+async function snapshotPosition(src: PoolConnection, flavor: Flavor, lockWaitSeconds: number, longStatementSeconds: number): Promise<string> {
   // Who runs what is not said: a statement's text may hold data or passwords.
   const busy = await q(
     src,
@@ -140,19 +151,20 @@ async function lockForSnapshot(src: PoolConnection, mariadb: boolean, lockWaitSe
       `the primary is running long statements (${busy.map((r) => `connection ${text(r, "id")} of ${text(r, "user")} for ${text(r, "seconds")} s`).join(", ")}); the snapshot's read lock would hold up every write behind them, so seeding waits until they end`,
     );
   }
-  await q(src, "SET SESSION lock_wait_timeout = ?", [lockWaitSeconds]);
-  if (mariadb) await q(src, "SET SESSION max_statement_time = ?", [lockWaitSeconds + 1]);
+  const session = { query: (sql: string, values: unknown[] = []) => q(src, sql, values) };
+  let position: string;
   try {
-    await q(src, "FLUSH TABLES WITH READ LOCK");
+    position = (await takeConsistentSnapshot(session, { flavor, lockWaitSeconds }, () => readGtidPosition(session, flavor))).value;
   } catch (err) {
     await q(src, "SET SESSION lock_wait_timeout = DEFAULT").catch(() => undefined);
-    if (LOCK_TIMEOUT_ERRNOS.has((err as { errno?: number }).errno ?? 0)) {
+    if (err instanceof SnapshotLockTimeoutError) {
       throw new SeedBusyError(`the primary's tables could not be locked for the snapshot within ${lockWaitSeconds} s (statements or DDL hold them); seeding waits and tries again`);
     }
     throw err;
-  } finally {
-    if (mariadb) await q(src, "SET SESSION max_statement_time = DEFAULT").catch(() => undefined);
   }
+  // The session goes back to the pool with the server's lock wait.
+  await q(src, "SET SESSION lock_wait_timeout = DEFAULT");
+  return position;
 }
 
 /**
@@ -168,16 +180,7 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
     replica.withConnection(async (dst) => {
       const result: SeedResult = { position: "", databases: 0, tables: 0, rows: 0 };
       await q(src, "SET SESSION time_zone = '+00:00', NAMES utf8mb4");
-      await lockForSnapshot(src, flavor === "MariaDB", options.lockWaitSeconds ?? 2, options.longStatementSeconds ?? 1);
-      try {
-        await q(src, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-        await q(src, "START TRANSACTION WITH CONSISTENT SNAPSHOT");
-        const [pos] = await q(src, flavor === "MariaDB" ? "SELECT @@GLOBAL.gtid_binlog_pos AS p" : "SELECT @@GLOBAL.gtid_executed AS p");
-        result.position = text(pos, "p");
-      } finally {
-        await q(src, "UNLOCK TABLES");
-        await q(src, "SET SESSION lock_wait_timeout = DEFAULT");
-      }
+      result.position = await snapshotPosition(src, flavor, options.lockWaitSeconds ?? 2, options.longStatementSeconds ?? 1);
 
       const databases = (await q(src, "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME"))
         .map((r) => text(r, "name"))
@@ -189,7 +192,8 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
 
       try {
         await q(dst, "SET SESSION sql_log_bin = 0, foreign_key_checks = 0, unique_checks = 0, time_zone = '+00:00', NAMES utf8mb4, sql_mode = 'NO_AUTO_VALUE_ON_ZERO'");
-        const [own] = await q(dst, `SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ('mysql','information_schema','performance_schema','sys')`);
+        const userDatabases = notSystemDatabase("SCHEMA_NAME");
+        const [own] = await q(dst, `SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE ${userDatabases.sql}`, userDatabases.values);
         if (Number(text(own, "n")) > 0) throw new SeedError("the replica already holds databases; seeding only fills an empty server");
 
         // Accounts first: views, routines and triggers name their definers.

@@ -1,7 +1,7 @@
 // What the operator reads from and does to one server of a cluster, in the
 // flavor's own SQL. Values (host names, the replication password) are bound
 // as parameters; the few identifiers are constants.
-import { CLUSTER_REPLICATION_USER, type InstanceConnection } from "@stateward/mysql";
+import { CLUSTER_REPLICATION_USER, notSystemDatabase, type InstanceConnection } from "@stateward/mysql";
 import { cellText } from "./cell.ts";
 import { gtidContains, gtidListOfEvent } from "./gtid.ts";
 
@@ -36,8 +36,6 @@ export interface ReplicaState {
   lastError?: string;
 }
 
-const SYSTEM_DATABASES = ["mysql", "information_schema", "performance_schema", "sys"];
-
 function str(row: Row | undefined, ...names: string[]): string | undefined {
   for (const n of names) {
     const v = row?.[n];
@@ -53,10 +51,8 @@ export async function readServer(conn: InstanceConnection): Promise<ServerState>
       ? "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_current_pos AS executed, @@GLOBAL.gtid_binlog_state AS history"
       : "SELECT @@GLOBAL.server_id AS server_id, @@GLOBAL.read_only AS read_only, @@GLOBAL.gtid_executed AS executed, @@GLOBAL.gtid_executed AS history",
   );
-  const [count] = await conn.query<Row>(
-    `SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN (${SYSTEM_DATABASES.map(() => "?").join(",")})`,
-    SYSTEM_DATABASES,
-  );
+  const userDatabases = notSystemDatabase("SCHEMA_NAME");
+  const [count] = await conn.query<Row>(`SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE ${userDatabases.sql}`, userDatabases.values);
   return {
     serverId: Number(str(row, "server_id") ?? 0),
     readOnly: Number(str(row, "read_only") ?? 0) === 1,

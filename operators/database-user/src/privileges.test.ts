@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { detectServer } from "./flavor.ts";
+import { detectServer } from "@stateward/mysql";
 import { GLOBAL_ONLY_PRIVILEGES, NOT_TABLE_PRIVILEGES, PRIVILEGE_NAMES, allPrivilegesAt, canonicalPrivilege, grantLevel, privilegeFlavors } from "./privileges.ts";
 
 const mariadb = detectServer("10.11.19-MariaDB");

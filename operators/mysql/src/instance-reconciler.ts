@@ -2,9 +2,10 @@
 // Ready, flavor, version — or why nothing did. Re-checked periodically, so
 // the status follows the server; written only when it changes.
 import type { Cache, EventRecorder, KubeClient, ReconcileContext, Reconciler, Request, Result } from "@stateward/core";
-import { MySQLInstanceKind, type MySQLConnector, type MySQLInstance } from "@stateward/mysql";
-import { toFailure } from "./failures.ts";
 import { writeStatus } from "@stateward/core";
+import type { MySQLConnector } from "./connector.ts";
+import { toFailure } from "./failures.ts";
+import { MySQLInstanceKind, type MySQLInstance } from "./instance-api.ts";
 
 export interface MySQLInstanceReconcilerOptions {
   /** How often a reachable instance is checked again. Defaults to 60 s. */

@@ -1,7 +1,9 @@
 // Why a reconcile failed, in the words a condition and an event carry: a
 // CamelCase reason, a message naming the cause (the Secret, the key, the
 // instance — never a value), and whether retrying can help.
-import { InvalidIdentifierError, MissingSecretError, MySQLError } from "@stateward/mysql";
+import { MySQLError } from "./errors.ts";
+import { InvalidIdentifierError } from "./identifiers.ts";
+import { MissingSecretError } from "./secrets.ts";
 
 export class Failure extends Error {
   override name = "Failure";
@@ -29,6 +31,7 @@ export function toFailure(err: unknown, instanceName: string, prefix: "Instance"
     const instance = `MySQLInstance ${instanceName}`;
     switch (err.failure) {
       case "Unreachable":
+      case "ConnectionLost":
         return new Failure(`${prefix}Unreachable`, `${instance} is unreachable: ${err.message}`);
       case "AuthenticationFailed":
         return new Failure(`${prefix}AuthenticationFailed`, `${instance} refused the admin credentials: ${err.message}`);
@@ -42,6 +45,9 @@ export function toFailure(err: unknown, instanceName: string, prefix: "Instance"
         return new Failure("InvalidSpec", `${instance} refused the statement: ${err.message}`, true);
       case "PasswordRejected":
         return new Failure("PasswordRejected", `${instance} refused the password: ${err.message}`);
+      case "NoSuchDatabase":
+      case "LockTimeout":
+      case "SchemaChanged":
       case "ServerError":
         return new Failure("SQLError", `${instance}: ${err.message}${err.code ? ` (${err.code})` : ""}`);
     }

@@ -2,7 +2,7 @@
 // flavor, and what `ALL PRIVILEGES` stands for at each level — the knowledge
 // needed to validate a grant before it reaches the server and to diff a
 // wished-for set of privileges against what SHOW GRANTS prints.
-import { atLeast, type Flavor, type ServerInfo } from "./flavor.ts";
+import { atLeast, type Flavor, type ServerInfo } from "@stateward/mysql";
 
 /** Where a grant applies: `*.*`, `db.*` or `db.table`. */
 export type GrantLevel = "global" | "database" | "table";

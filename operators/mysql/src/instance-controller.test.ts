@@ -1,0 +1,36 @@
+import { Tokens, createLogger, type ControllerSetup } from "@stateward/core";
+import { Container, ContainerModule } from "inversify";
+import { describe, expect, it } from "vitest";
+import { bindInstanceController, instanceSecrets } from "./instance-controller.ts";
+import type { MySQLInstance } from "./instance-api.ts";
+import { bindMySQLServices } from "./services.ts";
+
+describe("bindInstanceController", () => {
+  it("binds once: three MySQL operator modules give the manager one MySQLInstance controller", () => {
+    const container = new Container({ defaultScope: "Singleton" });
+    for (const token of [Tokens.KubeClient, Tokens.Cache, Tokens.ManagerSettings]) container.bind(token).toConstantValue({});
+    container.bind(Tokens.EventRecorderFactory).toConstantValue(() => ({}));
+    container.bind(Tokens.Logger).toConstantValue(createLogger({ level: "error" }));
+    const operator = () =>
+      new ContainerModule((options) => {
+        bindMySQLServices(options);
+        bindInstanceController(options);
+      });
+    container.load(operator(), operator(), operator());
+    expect(container.getAll<ControllerSetup>(Tokens.ControllerSetup)).toHaveLength(1);
+  });
+});
+
+describe("instanceSecrets", () => {
+  const instance = (tls?: MySQLInstance["spec"]["tls"]): MySQLInstance => ({
+    apiVersion: "stateward.io/v1alpha1",
+    kind: "MySQLInstance",
+    metadata: { name: "db", namespace: "team" },
+    spec: { host: "db", adminSecretRef: { name: "admin" }, ...(tls ? { tls } : {}) },
+  });
+
+  it("names the admin Secret, and the CA Secret when there is one", () => {
+    expect(instanceSecrets(instance())).toEqual(["team/admin"]);
+    expect(instanceSecrets(instance({ mode: "verify-ca", caSecretRef: { name: "ca" } }))).toEqual(["team/admin", "team/ca"]);
+  });
+});

@@ -1,0 +1,65 @@
+// The MySQLInstance controller, which every MySQL operator module includes:
+// whichever operators a manager runs (database-user, mysql-backup,
+// mysql-cluster, any mix), a MySQLInstance's status follows its server. The
+// manager's container holds one controller of a name, so the first module to
+// load binds it and the others find it bound — as with the shared services.
+import { Tokens, builtin, generationChanged, type Cache, type ControllerSetup, type EventRecorder, type KubeClient, type KubeObject, type ManagerSettings } from "@stateward/core";
+import type { ContainerModuleLoadOptions } from "inversify";
+import type { MySQLConnector } from "./connector.ts";
+import { MySQLInstanceKind, type MySQLInstance } from "./instance-api.ts";
+import { MySQLInstanceReconciler } from "./instance-reconciler.ts";
+import { MySQLTokens, registerInstanceInformer } from "./services.ts";
+
+export interface InstanceControllerOptions {
+  /** How often a MySQLInstance is checked again once reachable. Defaults to 60 s. */
+  checkIntervalMs?: number;
+}
+
+/** The cache index from a Secret (`<namespace>/<name>`) to the MySQLInstances using it. */
+export const INSTANCE_BY_SECRET = "mysqlinstance.secret";
+
+/** The Secrets an instance reads: its admin Secret and, with TLS verification, its CA Secret. */
+export function instanceSecrets(instance: MySQLInstance): string[] {
+  const ns = instance.metadata.namespace ?? "";
+  const out = [`${ns}/${instance.spec.adminSecretRef.name}`];
+  const ca = instance.spec.tls?.caSecretRef;
+  if (ca) out.push(`${ns}/${ca.name}`);
+  return out;
+}
+
+const MYI = MySQLInstanceKind.resource;
+
+/**
+ * Binds the MySQLInstance controller unless another module already did.
+ * `options` only take effect for the module that binds first.
+ */
+export function bindInstanceController(container: Pick<ContainerModuleLoadOptions, "bind" | "isBound">, options: InstanceControllerOptions = {}): void {
+  const { bind, isBound } = container;
+  if (isBound(MySQLTokens.InstanceController)) return;
+  bind<ControllerSetup>(MySQLTokens.InstanceController).toResolvedValue(
+    (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, settings: ManagerSettings) => ({
+      setup: (builder) => {
+        registerInstanceInformer(cache, settings);
+        const bySecret = (secret: KubeObject) =>
+          cache
+            .byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, `${secret.metadata.namespace ?? ""}/${secret.metadata.name ?? ""}`)
+            .map((i) => ({ namespace: i.metadata.namespace, name: i.metadata.name ?? "" }));
+        builder
+          .named("mysqlinstance")
+          .for(MYI, [generationChanged])
+          // Secrets are cached as metadata only: a change bumps the resourceVersion; SecretReader GETs the one it needs.
+          .watches(builtin.secret, bySecret, [], { metadataOnly: true })
+          // A server that does not answer is tried again at least as often as a healthy one is
+          // checked: its status follows the server (a cluster's primary coming up, a restart),
+          // not a backoff grown to many minutes.
+          .withOptions({ maxRetryDelayMs: options.checkIntervalMs ?? 60_000 })
+          .complete(new MySQLInstanceReconciler(client, cache, events("mysqlinstance"), connector, { checkIntervalMs: options.checkIntervalMs }));
+        // After complete(): the kind is registered with the target selector by then (an indexer added first would register it unfiltered).
+        cache.addIndexer<MySQLInstance>(MYI, INSTANCE_BY_SECRET, instanceSecrets);
+      },
+    }),
+    [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, Tokens.ManagerSettings],
+  );
+  // The manager runs every ControllerSetup: this one under that token, bound once.
+  bind<ControllerSetup>(Tokens.ControllerSetup).toService(MySQLTokens.InstanceController);
+}
