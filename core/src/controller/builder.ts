@@ -1,6 +1,10 @@
 // The controller builder, as controller-runtime's:
 //   builder.named("widget").for(Widget).owns(builtin.configMap).watches(builtin.secret, map).complete(reconciler)
-import type { InformerScope } from "../cache/index.ts";
+// It says which events reach the controller; how each kind is cached (label
+// selector, metadata only, indexers) is declared in the operator module's
+// `cache` (core/src/cache/scopes.ts), one place for every controller of the
+// operator. The one declaration made here: for() caches the primary kind for
+// the manager's target (`--target`).
 import type { KubeObject, ResourceType } from "../client/index.ts";
 import { Controller, ownKey, toOwner, type ControllerDeps, type ControllerOptions, type MapFunc } from "./controller.ts";
 import type { Predicate } from "./predicates.ts";
@@ -10,29 +14,24 @@ interface WatchSpec {
   rt: ResourceType;
   map: MapFunc;
   predicates: Predicate[];
-  scope: InformerScope;
   /** for, owns or watches: named in a cache conflict. */
-  relation: string;
+  relation: "for" | "owns" | "watches";
 }
 
 export class ControllerBuilder {
   private readonly deps: ControllerDeps;
   private readonly register: (c: Controller) => void;
-  private readonly defaultSelector: string | undefined;
+  private readonly operator: string | undefined;
   private controllerName = "";
   private primary: ResourceType | undefined;
   private readonly specs: WatchSpec[] = [];
   private options: ControllerOptions = {};
 
-  /**
-   * @param forSelector label selector applied server-side to the primary kind
-   *   (the manager's `--target`); owned and watched kinds are filtered by the
-   *   selector given to owns() / watches(), if any.
-   */
-  constructor(deps: ControllerDeps, register: (c: Controller) => void, forSelector?: string) {
+  /** @param operator the operator whose ControllerSetup this builder is given: named in a cache conflict */
+  constructor(deps: ControllerDeps, register: (c: Controller) => void, operator?: string) {
     this.deps = deps;
     this.register = register;
-    this.defaultSelector = forSelector;
+    this.operator = operator;
   }
 
   named(name: string): this {
@@ -40,32 +39,27 @@ export class ControllerBuilder {
     return this;
   }
 
-  /** The kind this controller reconciles; its events enqueue the object itself. */
+  /** The kind this controller reconciles; its events enqueue the object itself. It is cached for the manager's target. */
   for(rt: ResourceType, predicates: Predicate[] = []): this {
     this.primary = rt;
-    this.specs.push({ rt, map: ownKey, predicates, scope: { labelSelector: this.defaultSelector }, relation: "for" });
+    this.specs.push({ rt, map: ownKey, predicates, relation: "for" });
     return this;
   }
 
   /**
    * A kind the primary owns (ownerReferences with controller: true); its events enqueue the owner.
-   * Give `scope.labelSelector` — the labels the operator puts on what it creates — so the
-   * manager caches only those objects, not every object of the kind in its namespaces;
-   * `scope.metadataOnly` when the reconciler needs only their metadata.
+   * Cached as the operator module declares it (e.g. only the objects with the labels the operator
+   * puts on what it creates); a kind the operator does not declare is cached whole.
    */
-  owns(rt: ResourceType, predicates: Predicate[] = [], scope: InformerScope = {}): this {
+  owns(rt: ResourceType, predicates: Predicate[] = []): this {
     if (!this.primary) throw new Error("owns() needs for() first");
-    this.specs.push({ rt, map: toOwner(this.primary), predicates, scope, relation: "owns" });
+    this.specs.push({ rt, map: toOwner(this.primary), predicates, relation: "owns" });
     return this;
   }
 
-  /**
-   * Any kind, mapped to the requests it should trigger. `scope.metadataOnly`
-   * caches only metadata (use it for Secrets: a data change still bumps the
-   * resourceVersion, and the reconciler GETs the one Secret it needs).
-   */
-  watches<T extends KubeObject>(rt: ResourceType, map: MapFunc<T>, predicates: Predicate<T>[] = [], scope: InformerScope = {}): this {
-    this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[], scope, relation: "watches" });
+  /** Any kind, mapped to the requests it should trigger; cached as the operator module declares it (e.g. Secrets as metadata only). */
+  watches<T extends KubeObject>(rt: ResourceType, map: MapFunc<T>, predicates: Predicate<T>[] = []): this {
+    this.specs.push({ rt, map: map as MapFunc, predicates: predicates as Predicate[], relation: "watches" });
     return this;
   }
 
@@ -78,7 +72,12 @@ export class ControllerBuilder {
     if (!this.primary) throw new Error("a controller needs for()");
     const name = this.controllerName || this.primary.kind.toLowerCase();
     const controller = new Controller(name, reconciler, this.deps, this.options);
-    for (const spec of this.specs) controller.watch(spec.rt, spec.map, spec.predicates, { ...spec.scope, by: spec.scope.by ?? `controller ${name} (${spec.relation} ${spec.rt.kind})` });
+    for (const spec of this.specs) {
+      const by = { operator: this.operator, controller: name, use: `${spec.relation} ${spec.rt.kind}` };
+      if (spec.relation === "for") this.deps.cache.declare(spec.rt, { target: true }, by);
+      else this.deps.cache.use(spec.rt, by);
+      controller.watch(spec.rt, spec.map, spec.predicates);
+    }
     this.register(controller);
     return controller;
   }

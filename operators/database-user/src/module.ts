@@ -5,6 +5,7 @@ import {
   builtin,
   generationChanged,
   labelsOrAnnotationsChanged,
+  cacheKind,
   or,
   type Cache,
   type Clock,
@@ -19,7 +20,6 @@ import {
   MySQLInstanceKind,
   MySQLTokens,
   bindMySQLServices,
-  registerInstanceInformer,
   type ConnectorOptions,
   type MySQLConnector,
   type MySQLInstance,
@@ -61,29 +61,32 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
   return {
     name: "database-user",
     kinds: [MySQLInstanceKind, DatabaseUserKind],
+    cache: [
+      // For the manager's target, as every MySQL operator caches them (instanceCache), and found by the Secrets they name.
+      cacheKind<MySQLInstance>(MYI, { target: true, indexers: { [INSTANCE_BY_SECRET]: instanceSecrets } }),
+      cacheKind<DatabaseUser>(DBU, { target: true, indexers: { [USER_BY_INSTANCE]: userInstance, [USER_BY_SECRET]: userSecret, [USER_BY_ACCOUNT]: userAccount } }),
+      // Metadata only: a change bumps the resourceVersion; SecretReader GETs the one it needs.
+      cacheKind(builtin.secret, { metadataOnly: true }),
+    ],
     container: new ContainerModule((container) => {
       bindMySQLServices(container, options.connector);
       const { bind } = container;
 
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, settings: ManagerSettings) => ({
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector) => ({
           setup: (builder) => {
-            registerInstanceInformer(cache, settings);
             builder
               .named("mysqlinstance")
               .for(MYI, [generationChanged])
-              // Secrets are cached as metadata only: a change bumps the resourceVersion; SecretReader GETs the one it needs.
-              .watches(builtin.secret, (secret) => cache.byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, objectIndexKey(secret)).map(toRequest), [], { metadataOnly: true })
+              .watches(builtin.secret, (secret) => cache.byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, objectIndexKey(secret)).map(toRequest))
               // A server that does not answer is tried again at least as often as a healthy one is
               // checked: its status follows the server (a cluster's primary coming up, a restart),
               // not a backoff grown to many minutes.
               .withOptions({ maxRetryDelayMs: options.instanceCheckIntervalMs ?? 60_000 })
               .complete(new MySQLInstanceReconciler(client, cache, events("mysqlinstance"), connector, { checkIntervalMs: options.instanceCheckIntervalMs }));
-            // After complete(): the kind is registered with the target selector by then (an indexer added first would register it unfiltered).
-            cache.addIndexer<MySQLInstance>(MYI, INSTANCE_BY_SECRET, instanceSecrets);
           },
         }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, Tokens.ManagerSettings],
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector],
       );
 
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
@@ -97,7 +100,6 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
           clock: Clock,
         ) => ({
           setup: (builder) => {
-            registerInstanceInformer(cache, settings);
             const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
               cache.byIndex<DatabaseUser>(DBU, index, objectIndexKey(obj)).map(toRequest);
             const reconciler = new DatabaseUserReconciler(
@@ -118,12 +120,9 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
               .for(DBU, [or(generationChanged, labelsOrAnnotationsChanged)])
               .watches(DBU, otherClaimants, [leaving])
               .watches(MYI, byIndex(USER_BY_INSTANCE))
-              .watches(builtin.secret, byIndex(USER_BY_SECRET), [], { metadataOnly: true })
+              .watches(builtin.secret, byIndex(USER_BY_SECRET))
               .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 4 })
               .complete(reconciler);
-            cache.addIndexer<DatabaseUser>(DBU, USER_BY_INSTANCE, userInstance);
-            cache.addIndexer<DatabaseUser>(DBU, USER_BY_SECRET, userSecret);
-            cache.addIndexer<DatabaseUser>(DBU, USER_BY_ACCOUNT, userAccount);
           },
         }),
         [

@@ -3,6 +3,7 @@
 // operators, and a bound on concurrent operations per manager.
 import {
   Tokens,
+  cacheKind,
   type BackgroundTasks,
   type Cache,
   type Clock,
@@ -17,7 +18,7 @@ import {
   MySQLInstanceKind,
   MySQLTokens,
   bindMySQLServices,
-  registerInstanceInformer,
+  instanceCache,
   type MySQLConnector,
   type SecretReader,
 } from "@stateward/mysql";
@@ -41,6 +42,8 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
     // MySQLInstance is the database-user operator's kind; listed here too so a
     // manager running only this operator still installs (or verifies) its CRD.
     kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLBackupScheduleKind, MySQLInstanceKind],
+    // Backups and restores read the MySQLInstance they name; restores read MySQLBackups, schedules own them.
+    cache: [instanceCache, cacheKind(MySQLBackupKind.resource, { target: true })],
     container: new ContainerModule((container) => {
       bindMySQLServices(container);
       const { bind } = container;
@@ -54,9 +57,8 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
         connector: MySQLConnector, secrets: SecretReader, identity: string, settings: ManagerSettings,
       ) => ControllerSetup;
       // Backups and restores also take the manager's Leadership: both remove what an interrupted run wrote.
-      const backup = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity, settings]: Parameters<Factory>): ControllerSetup => ({
+      const backup = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity]: Parameters<Factory>): ControllerSetup => ({
         setup: (builder) => {
-          registerInstanceInformer(cache, settings);
           builder
             .named("mysqlbackup")
             .for(MySQLBackupKind.resource)
@@ -64,10 +66,8 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
             .complete(new BackupReconciler({ client, cache, events: events("mysqlbackup"), tasks, slots, connector, secrets, identity, leadership }));
         },
       });
-      const restore = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity, settings]: Parameters<Factory>): ControllerSetup => ({
+      const restore = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity]: Parameters<Factory>): ControllerSetup => ({
         setup: (builder) => {
-          registerInstanceInformer(cache, settings);
-          cache.register(MySQLBackupKind.resource, { labelSelector: settings.target ? `${settings.targetLabel}=${settings.target}` : undefined });
           builder
             .named("mysqlrestore")
             .for(MySQLRestoreKind.resource)

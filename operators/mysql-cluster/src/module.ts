@@ -4,6 +4,7 @@
 import {
   Tokens,
   builtin,
+  cacheKind,
   type BackgroundTasks,
   type Cache,
   type ControllerSetup,
@@ -18,7 +19,7 @@ import {
   MySQLInstanceKind,
   MySQLTokens,
   bindMySQLServices,
-  registerInstanceInformer,
+  instanceCache,
   type MySQLConnector,
   type SecretReader,
   type ServerAddressResolver,
@@ -46,6 +47,14 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
     name: "mysql-cluster",
     // The MySQLInstance CRD comes along: the operator publishes one per cluster.
     kinds: [MySQLClusterKind, MySQLInstanceKind],
+    cache: [
+      // Only what the operator made is cached (its labels), not every object of these kinds in the
+      // namespaces. In full: the reconciler compares specs (and reads pods' readiness gates).
+      ...[builtin.statefulSet, builtin.service, builtin.configMap, builtin.podDisruptionBudget, builtin.pod].map((kind) => cacheKind(kind, { labelSelector: MANAGED_OBJECTS_SELECTOR })),
+      // Owned MySQLInstances are cached as every MySQL operator caches them (the manager's target applies).
+      instanceCache,
+      cacheKind(builtin.secret, { metadataOnly: true }),
+    ],
     container: new ContainerModule((container) => {
       if (options.addresses) {
         if (container.isBound(MySQLTokens.ServerAddresses)) throw new Error("the MySQL server address resolver is already bound: load the mysql-cluster operator first");
@@ -55,8 +64,6 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
         (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks) => ({
           setup: (builder) => {
-            // Owned MySQLInstances are watched through the same informer as everywhere (the manager's target applies).
-            registerInstanceInformer(cache, settings);
             // Pods belong to the StatefulSet, not to the cluster: mapped by label.
             const podToCluster = (pod: KubeObject): Request[] => {
               const labels = pod.metadata.labels ?? {};
@@ -73,19 +80,16 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
                   return [rootSecretRef(c).name, names.replicationSecret].includes(secret.metadata.name ?? "");
                 })
                 .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name ?? "" }));
-            // Only what the operator made is cached (its labels), not every object of these kinds in the
-            // namespaces. In full: the reconciler compares specs (and reads pods' readiness gates).
-            const managed = { labelSelector: MANAGED_OBJECTS_SELECTOR };
             builder
               .named("mysqlcluster")
               .for(CLUSTER)
-              .owns(builtin.statefulSet, [], managed)
-              .owns(builtin.service, [], managed)
-              .owns(builtin.configMap, [], managed)
-              .owns(builtin.podDisruptionBudget, [], managed)
+              .owns(builtin.statefulSet)
+              .owns(builtin.service)
+              .owns(builtin.configMap)
+              .owns(builtin.podDisruptionBudget)
               .owns(MySQLInstanceKind.resource)
-              .watches(builtin.pod, podToCluster, [], managed)
-              .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
+              .watches(builtin.pod, podToCluster)
+              .watches(builtin.secret, secretToClusters)
               // Seeds run in the background; a reconcile still talks to every server of its cluster.
               .withOptions({ maxConcurrentReconciles: 4 })
               .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, targetLabel: settings.targetLabel }));

@@ -45,7 +45,7 @@ export {
   type PrivilegeName,
 } from "./privileges.ts";
 export { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
-export { MySQLTokens, bindMySQLServices, registerInstanceInformer } from "./services.ts";
+export { MySQLTokens, bindMySQLServices, instanceCache } from "./services.ts";
 export { ShowGrantsParseError, parseGrantLine, parseShowGrants, type ObjectGrant, type OtherGrant, type ParsedGrant } from "./show-grants.ts";
 export { viewPlaceholder } from "./schema-objects.ts";
 export { dumpedColumns, insertPrefix, rowExpression, valueEncoding, valueExpression, type ColumnInfo, type ValueEncoding } from "./row-format.ts";

@@ -2,7 +2,7 @@
 // module calls `bindMySQLServices` from its ContainerModule; the first one
 // binds, the others find the services bound — so all operators of a process
 // share one connector, and thus one connection pool per instance.
-import { Tokens, type Cache, type KubeClient, type Logger, type ManagerSettings } from "@stateward/core";
+import { Tokens, cacheKind, type Cache, type CacheDeclaration, type KubeClient, type Logger } from "@stateward/core";
 import type { ContainerModuleLoadOptions } from "inversify";
 import { directAddresses, type ServerAddressResolver } from "./addresses.ts";
 import { MySQLConnector, type ConnectorOptions } from "./connector.ts";
@@ -45,12 +45,9 @@ export function bindMySQLServices(container: Pick<ContainerModuleLoadOptions, "b
 }
 
 /**
- * The label selector MySQLInstances are watched with: the manager's target,
- * like the kinds the controllers reconcile. The cache keeps one informer per
- * kind, created by whoever registers it first, so every controller that reads
- * MySQLInstances calls this before building — whatever order the operator
- * modules are loaded in, instances are then filtered the same way.
+ * How MySQLInstances are cached: for the manager's target, like the kinds the
+ * controllers reconcile. Every MySQL operator that reads MySQLInstances lists
+ * this in its module's `cache` (database-user adds its indexer to it); the
+ * declarations merge, whichever operators the manager runs.
  */
-export function registerInstanceInformer(cache: Cache, settings: ManagerSettings): void {
-  cache.register(MySQLInstanceKind.resource, { labelSelector: settings.target ? `${settings.targetLabel}=${settings.target}` : undefined });
-}
+export const instanceCache: CacheDeclaration = cacheKind(MySQLInstanceKind.resource, { target: true });
