@@ -46,7 +46,7 @@ describe("merging the cache declarations of the operators", () => {
   it("refuses metadata only for a kind another operator caches in full", () => {
     expect(() =>
       resolveScopes([...declared({ operator: "a" }, cacheKind(builtin.secret)), ...declared({ operator: "b" }, cacheKind(builtin.secret, { metadataOnly: true }))]),
-    ).toThrow("Secret: operator a declares no selector but operator b declares no selector (metadata only)");
+    ).toThrow("Secret: operator a declares no selector (full objects) but operator b declares no selector (metadata only)");
   });
 
   it("resolves the manager's target, which adds nothing without one", () => {

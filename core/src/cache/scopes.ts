@@ -105,7 +105,9 @@ export function resolveScopes(declarations: readonly CollectedDeclaration[], tar
       const selector = selectorOf(d.scope);
       const metadataOnly = d.scope.metadataOnly ?? false;
       if (selector !== scope.labelSelector || metadataOnly !== scope.metadataOnly) {
-        const way = (sel: string | undefined, meta: boolean) => `${sel === undefined ? "no selector" : `selector ${sel}`}${meta ? " (metadata only)" : ""}`;
+        // The metadata-only part is named only when it is what differs.
+        const way = (sel: string | undefined, meta: boolean) =>
+          `${sel === undefined ? "no selector" : `selector ${sel}`}${metadataOnly === scope.metadataOnly ? "" : meta ? " (metadata only)" : " (full objects)"}`;
         throw new Error(
           `${first.kind.kind}: ${scope.by} declares ${way(scope.labelSelector, scope.metadataOnly)} but ${describeDeclarer(d.by)} declares ${way(selector, metadataOnly)}; ` +
             "a manager caches each kind one way, so every operator that declares it must declare the same scope",

@@ -1,5 +1,6 @@
-// The Manager: owns the inversify container, loads OperatorModules, installs
-// or verifies their CRDs, starts the cache, waits for it to sync, runs the
+// The Manager: owns the inversify container, loads OperatorModules, builds
+// their controllers and the cache from what they declare, installs or
+// verifies their CRDs, starts the cache, waits for it to sync, runs the
 // controllers (only while leading, when leader election is on), serves
 // /healthz, /readyz and /metrics, and shuts down gracefully.
 import type { KubeConfig } from "@kubernetes/client-node";
