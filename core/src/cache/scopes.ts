@@ -118,6 +118,7 @@ export function resolveScopes(declarations: readonly CollectedDeclaration[], tar
         if (known !== undefined && known !== fn) {
           throw new Error(`${first.kind.kind}: index "${name}" is declared by ${indexedBy.get(name)} and, with another function, by ${describeDeclarer(d.by)}; name one of them differently`);
         }
+        if (known !== undefined) continue;
         scope.indexers.set(name, fn);
         indexedBy.set(name, describeDeclarer(d.by));
       }
