@@ -1,5 +1,5 @@
 import { ContainerModule } from "inversify";
-import { Tokens, builtin, type Cache, type ControllerSetup, type KubeClient, type OperatorModule, type EventRecorder } from "@stateward/core";
+import { Tokens, builtin, cacheKind, type Cache, type ControllerSetup, type KubeClient, type OperatorModule, type EventRecorder } from "@stateward/core";
 import { WidgetKind } from "./api.ts";
 import { WidgetReconciler, type ExternalSystem } from "./reconciler.ts";
 
@@ -25,6 +25,12 @@ export function sampleOperator(opts: { maxConcurrentReconciles?: number } = {}):
   return {
     name: "sample",
     kinds: [WidgetKind],
+    // How the kinds the controller reads are cached, declared before the manager builds its cache. The
+    // Widgets need no entry: for() caches them (for the manager's target). The owned ConfigMaps are
+    // cached whole — every ConfigMap in the watched namespaces, in full — as is any kind an operator
+    // owns or watches without declaring it; an operator that creates many would give a labelSelector.
+    // A manager whose operators declare a kind differently does not start, and says who declared what.
+    cache: [cacheKind(builtin.configMap)],
     container: new ContainerModule(({ bind }) => {
       bind<ExternalSystem>(ExternalSystemToken).toConstantValue(new InMemoryExternalSystem());
       bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(

@@ -3,7 +3,7 @@
 // retry with per-key exponential backoff, requeue after a delay, or — for a
 // terminal error — wait for the next change).
 import { randomUUID } from "node:crypto";
-import type { Cache, InformerEvent, InformerScope } from "../cache/index.ts";
+import type { Cache, InformerEvent } from "../cache/index.ts";
 import { objectKey, splitKey, type KubeObject, type ResourceType } from "../client/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { Metrics } from "../metrics/index.ts";
@@ -59,9 +59,8 @@ export class Controller {
     this.signal = deps.leadership ? AbortSignal.any([this.stopper.signal, deps.leadership]) : this.stopper.signal;
   }
 
-  /** Enqueue keys derived from events of `rt` that pass every predicate. */
-  watch<T extends KubeObject>(rt: ResourceType, toRequests: MapFunc<T>, predicates: Predicate<T>[] = [], scope: InformerScope = {}): void {
-    this.deps.cache.register(rt, scope);
+  /** Enqueue keys derived from events of `rt` that pass every predicate (how `rt` is cached is declared apart: see ControllerBuilder). */
+  watch<T extends KubeObject>(rt: ResourceType, toRequests: MapFunc<T>, predicates: Predicate<T>[] = []): void {
     this.deps.cache.onEvent<T>(rt, (event: InformerEvent<T>) => {
       if (!predicates.every((p) => p(event))) return;
       const objs = event.type === "update" ? [event.obj, event.old] : [event.obj];

@@ -1,15 +1,16 @@
-// The Manager: owns the inversify container, loads OperatorModules, installs
-// or verifies their CRDs, starts the cache, waits for it to sync, runs the
+// The Manager: owns the inversify container, loads OperatorModules, builds
+// their controllers and the cache from what they declare, installs or
+// verifies their CRDs, starts the cache, waits for it to sync, runs the
 // controllers (only while leading, when leader election is on), serves
 // /healthz, /readyz and /metrics, and shuts down gracefully.
 import type { KubeConfig } from "@kubernetes/client-node";
-import { Container } from "inversify";
+import { Container, ContainerModule, type ContainerModuleLoadOptions } from "inversify";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { Cache, type InformerOptions } from "../cache/index.ts";
 import { KubeClient, builtin, type RequestObservation } from "../client/index.ts";
 import type { Controller} from "../controller/index.ts";
-import { ControllerBuilder } from "../controller/index.ts";
+import { ControllerBuilder, isOneOf } from "../controller/index.ts";
 import { EventRecorder } from "../events/index.ts";
 import { MetricsServer, ProbeServer, type BoundAddress } from "../health/index.ts";
 import { LeaderElector, LeadershipLostError, type Leadership } from "../leader/index.ts";
@@ -94,6 +95,8 @@ export class Manager {
   readonly identity: string;
   private readonly opts: ManagerOptions;
   private readonly modules: OperatorModule[] = [];
+  /** Each module's ControllerSetups, bound under a token of its own (see load). */
+  private readonly setupTokens = new Map<string, symbol>();
   private readonly controllers: Controller[] = [];
   private readonly probes = new ProbeServer();
   private readonly metricsServer: MetricsServer;
@@ -133,6 +136,7 @@ export class Manager {
     });
     this.cache = new Cache(this.client, {
       namespaces: this.settings.namespaces,
+      targetSelector: opts.target ? `${TARGET_LABEL}=${opts.target}` : undefined,
       informer: opts.informer,
       logger: this.logger.child({ component: "cache" }),
     });
@@ -165,12 +169,23 @@ export class Manager {
     );
   }
 
-  /** Adds operator modules; their container modules are loaded into the manager's container. */
+  /**
+   * Adds operator modules; their container modules are loaded into the manager's container. A module's
+   * ControllerSetups are bound under a token of its own, so that what a controller declares about the
+   * cache names its operator.
+   */
   load(...modules: OperatorModule[]): this {
     for (const m of modules) {
       if (this.modules.some((x) => x.name === m.name)) continue;
       this.modules.push(m);
-      this.container.load(m.container);
+      const setups = Symbol(`stateward.core.ControllerSetup of ${m.name}`);
+      this.setupTokens.set(m.name, setups);
+      this.container.load(
+        new ContainerModule((options: ContainerModuleLoadOptions) => {
+          const bind: ContainerModuleLoadOptions["bind"] = (id) => options.bind(id === Tokens.ControllerSetup ? setups : id);
+          return m.container.load({ ...options, bind });
+        }),
+      );
     }
     return this;
   }
@@ -179,21 +194,27 @@ export class Manager {
     return this.modules.map((m) => m.name);
   }
 
-  private get targetSelector(): string | undefined {
-    return this.opts.target ? `${TARGET_LABEL}=${this.opts.target}` : undefined;
-  }
-
-  /** Installs or verifies CRDs, builds controllers, syncs caches, then runs (or campaigns for leadership). */
+  /**
+   * Builds controllers and the cache from every operator's declarations, installs or verifies CRDs,
+   * syncs caches, then runs (or campaigns for leadership).
+   * @throws Error when two operators (or controllers) declare a kind's cache differently, naming both
+   */
   async start(): Promise<void> {
     const log = this.logger;
+    const deps = { cache: this.cache, logger: this.logger, metrics: this.metrics, leadership: this.leadership.signal };
+    // With --secrets get, nothing lists or watches Secrets: their declarations and watches are left out here, once.
+    const unwatched = this.settings.secrets === "get" ? [builtin.secret] : [];
+    for (const m of this.modules) {
+      for (const { kind, scope } of m.cache ?? []) if (!isOneOf(kind, unwatched)) this.cache.declare(kind, scope, { operator: m.name });
+      const token = this.setupTokens.get(m.name)!;
+      const setups = this.container.isBound(token) ? this.container.getAll<ControllerSetup>(token) : [];
+      for (const setup of setups) setup.setup(new ControllerBuilder(deps, (c) => this.controllers.push(c), m.name, unwatched));
+    }
+    // Every declaration is in: a conflict stops the start here, before anything is installed or listed.
+    this.cache.build();
+
     const kinds = uniqueKinds(this.modules.flatMap((m) => m.kinds));
     await ensureCrds(this.client, kinds, this.opts.crds ?? "install");
-
-    const deps = { cache: this.cache, logger: this.logger, metrics: this.metrics, leadership: this.leadership.signal };
-    const setups = this.container.isBound(Tokens.ControllerSetup) ? this.container.getAll<ControllerSetup>(Tokens.ControllerSetup) : [];
-    // With --secrets get, nothing lists or watches Secrets: watches() on them are left out here, once.
-    const unwatched = this.settings.secrets === "get" ? [builtin.secret] : [];
-    for (const setup of setups) setup.setup(new ControllerBuilder(deps, (c) => this.controllers.push(c), this.targetSelector, unwatched));
 
     this.probes.addHealthCheck("ping", () => undefined);
     this.probes.addReadyCheck("informer-sync", () => {

@@ -1,7 +1,9 @@
 // The plug-in contract: an operator is an OperatorModule — a name, the kinds
-// (CRDs) it owns, and an inversify ContainerModule that binds its services
-// and one or more ControllerSetups under Tokens.ControllerSetup.
+// (CRDs) it owns, how it needs the kinds it reads cached, and an inversify
+// ContainerModule that binds its services and one or more ControllerSetups
+// under Tokens.ControllerSetup.
 import type { ContainerModule } from "inversify";
+import type { CacheDeclaration } from "../cache/index.ts";
 import type { ResourceType } from "../client/index.ts";
 import type { ControllerBuilder } from "../controller/index.ts";
 import type { CrdManifest } from "../crd/index.ts";
@@ -27,6 +29,14 @@ export interface OperatorModule {
   name: string;
   /** The kinds whose CRDs this operator owns. */
   kinds: CustomKind[];
+  /**
+   * How the kinds the operator reads are cached (cacheKind(kind, scope)): label selector, metadata
+   * only, indexers. The manager merges every operator's declarations before it builds the cache; two
+   * operators declaring a kind differently stop it at start-up. A kind the operator only owns or
+   * watches without declaring it is cached whole, and a controller's for() declares its primary kind
+   * for the manager's target. Defaults to none.
+   */
+  cache?: CacheDeclaration[];
   /** Binds the operator's services and its ControllerSetups. */
   container: ContainerModule;
 }
@@ -34,7 +44,8 @@ export interface OperatorModule {
 /**
  * Builds one controller. Bound by operator modules under
  * Tokens.ControllerSetup (several per module allowed); the manager calls
- * `setup` with a fresh builder once the container is complete.
+ * `setup` with a fresh builder once the container is complete, and builds the
+ * cache only after every setup ran.
  */
 export interface ControllerSetup {
   setup(builder: ControllerBuilder): void;

@@ -23,7 +23,10 @@ export const Tokens = {
   Identity: Symbol.for("stateward.core.Identity"),
   /** Leadership: a signal aborted when this manager stops leading, and the fence before taking over work a previous leader left Running. */
   Leadership: Symbol.for("stateward.core.Leadership"),
-  /** ControllerSetup (multi-bound): one per controller an operator runs. */
+  /**
+   * ControllerSetup (multi-bound): one per controller an operator runs, bound in the operator's
+   * ContainerModule (the manager keeps each module's apart, to name the operator in a cache conflict).
+   */
   ControllerSetup: Symbol.for("stateward.core.ControllerSetup"),
 } as const;
 

@@ -21,7 +21,7 @@ describe("Cache", () => {
       Array.from({ length: 25 }, (_, i) => client.create(builtin.configMap, { metadata: { name: `cm-${i}`, namespace: ns } })),
     );
     const cache = new Cache(new KubeClient({ kubeConfig: kubeConfigFrom(env.kubeconfig) }), { namespaces: [ns], informer: { pageSize: 7 } });
-    cache.register(builtin.configMap);
+    cache.declare(builtin.configMap);
     cache.start();
     await cache.waitForSync();
     const names = cache.list(builtin.configMap).map((o) => o.metadata.name).filter((n) => n?.startsWith("cm-"));
@@ -33,7 +33,7 @@ describe("Cache", () => {
   it("caches Secrets as metadata only, and still sees a change of their data", async () => {
     await client.create(builtin.secret, { metadata: { name: "app-db", namespace: ns }, stringData: { password: "s3cr3t-one" } } as KubeObject);
     const cache = new Cache(new KubeClient({ kubeConfig: kubeConfigFrom(env.kubeconfig) }), { namespaces: [ns] });
-    cache.register(builtin.secret, { metadataOnly: true });
+    cache.declare(builtin.secret, { metadataOnly: true });
     const events: InformerEvent<KubeObject>[] = [];
     cache.onEvent(builtin.secret, (e) => events.push(e));
     cache.start();

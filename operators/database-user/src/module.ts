@@ -4,6 +4,7 @@
 import {
   Tokens,
   builtin,
+  cacheKind,
   generationChanged,
   labelsOrAnnotationsChanged,
   or,
@@ -21,7 +22,7 @@ import {
   MySQLTokens,
   bindInstanceController,
   bindMySQLServices,
-  registerInstanceInformer,
+  instanceControllerCache,
   type ConnectorOptions,
   type MySQLConnector,
   type SecretReader,
@@ -62,6 +63,11 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
   return {
     name: "database-user",
     kinds: [MySQLInstanceKind, DatabaseUserKind],
+    cache: [
+      // MySQLInstances for the manager's target and Secrets as metadata only, as the shared MySQLInstance controller reads them.
+      ...instanceControllerCache,
+      cacheKind<DatabaseUser>(DBU, { target: true, indexers: { [USER_BY_INSTANCE]: userInstance, [USER_BY_SECRET]: userSecret, [USER_BY_ACCOUNT]: userAccount } }),
+    ],
     container: new ContainerModule((container) => {
       bindMySQLServices(container, options.connector);
       const { bind } = container;
@@ -78,7 +84,6 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
           clock: Clock,
         ) => ({
           setup: (builder) => {
-            registerInstanceInformer(cache, settings);
             const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
               cache.byIndex<DatabaseUser>(DBU, index, objectIndexKey(obj)).map(toRequest);
             const reconciler = new DatabaseUserReconciler(
@@ -99,12 +104,9 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
               .for(DBU, [or(generationChanged, labelsOrAnnotationsChanged)])
               .watches(DBU, otherClaimants, [leaving])
               .watches(MYI, byIndex(USER_BY_INSTANCE))
-              .watches(builtin.secret, byIndex(USER_BY_SECRET), [], { metadataOnly: true })
+              .watches(builtin.secret, byIndex(USER_BY_SECRET))
               .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 4 })
               .complete(reconciler);
-            cache.addIndexer<DatabaseUser>(DBU, USER_BY_INSTANCE, userInstance);
-            cache.addIndexer<DatabaseUser>(DBU, USER_BY_SECRET, userSecret);
-            cache.addIndexer<DatabaseUser>(DBU, USER_BY_ACCOUNT, userAccount);
           },
         }),
         [

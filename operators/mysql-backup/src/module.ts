@@ -3,6 +3,7 @@
 // operators, and a bound on concurrent operations per manager.
 import {
   Tokens,
+  cacheKind,
   type BackgroundTasks,
   type Cache,
   type Clock,
@@ -18,7 +19,7 @@ import {
   MySQLTokens,
   bindInstanceController,
   bindMySQLServices,
-  registerInstanceInformer,
+  instanceControllerCache,
   type MySQLConnector,
   type SecretReader,
 } from "@stateward/mysql";
@@ -43,6 +44,8 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
     // MySQLInstance is shared by the MySQL operators (@stateward/mysql); listed here so a
     // manager running only this operator installs (or verifies) its CRD and keeps its status.
     kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLBackupScheduleKind, MySQLInstanceKind],
+    // Backups and restores read the MySQLInstance they name; restores read MySQLBackups, schedules own them.
+    cache: [...instanceControllerCache, cacheKind(MySQLBackupKind.resource, { target: true })],
     container: new ContainerModule((container) => {
       bindMySQLServices(container);
       bindInstanceController(container);
@@ -57,9 +60,8 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
         connector: MySQLConnector, secrets: SecretReader, identity: string, settings: ManagerSettings,
       ) => ControllerSetup;
       // Backups and restores also take the manager's Leadership: both remove what an interrupted run wrote.
-      const backup = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity, settings]: Parameters<Factory>): ControllerSetup => ({
+      const backup = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity]: Parameters<Factory>): ControllerSetup => ({
         setup: (builder) => {
-          registerInstanceInformer(cache, settings);
           builder
             .named("mysqlbackup")
             .for(MySQLBackupKind.resource)
@@ -67,10 +69,8 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
             .complete(new BackupReconciler({ client, cache, events: events("mysqlbackup"), tasks, slots, connector, secrets, identity, leadership }));
         },
       });
-      const restore = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity, settings]: Parameters<Factory>): ControllerSetup => ({
+      const restore = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity]: Parameters<Factory>): ControllerSetup => ({
         setup: (builder) => {
-          registerInstanceInformer(cache, settings);
-          cache.register(MySQLBackupKind.resource, { labelSelector: settings.target ? `${settings.targetLabel}=${settings.target}` : undefined });
           builder
             .named("mysqlrestore")
             .for(MySQLRestoreKind.resource)

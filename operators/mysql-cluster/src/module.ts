@@ -4,6 +4,7 @@
 import {
   Tokens,
   builtin,
+  cacheKind,
   type BackgroundTasks,
   type Cache,
   type ControllerSetup,
@@ -19,7 +20,7 @@ import {
   MySQLTokens,
   bindInstanceController,
   bindMySQLServices,
-  registerInstanceInformer,
+  instanceControllerCache,
   type MySQLConnector,
   type SecretReader,
   type ServerAddressResolver,
@@ -47,6 +48,14 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
     name: "mysql-cluster",
     // The MySQLInstance CRD comes along: the operator publishes one per cluster.
     kinds: [MySQLClusterKind, MySQLInstanceKind],
+    cache: [
+      // Only what the operator made is cached (its labels), not every object of these kinds in the
+      // namespaces. In full: the reconciler compares specs (and reads pods' readiness gates).
+      ...[builtin.statefulSet, builtin.service, builtin.configMap, builtin.podDisruptionBudget, builtin.pod].map((kind) => cacheKind(kind, { labelSelector: MANAGED_OBJECTS_SELECTOR })),
+      // Owned MySQLInstances are cached as every MySQL operator caches them (the manager's target
+      // applies); Secrets as metadata only.
+      ...instanceControllerCache,
+    ],
     container: new ContainerModule((container) => {
       if (options.addresses) {
         if (container.isBound(MySQLTokens.ServerAddresses)) throw new Error("the MySQL server address resolver is already bound: load the mysql-cluster operator first");
@@ -57,8 +66,6 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
         (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks) => ({
           setup: (builder) => {
-            // Owned MySQLInstances are watched through the same informer as everywhere (the manager's target applies).
-            registerInstanceInformer(cache, settings);
             // Pods belong to the StatefulSet, not to the cluster: mapped by label.
             const podToCluster = (pod: KubeObject): Request[] => {
               const labels = pod.metadata.labels ?? {};
@@ -75,19 +82,16 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
                   return [rootSecretRef(c).name, names.replicationSecret].includes(secret.metadata.name ?? "");
                 })
                 .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name ?? "" }));
-            // Only what the operator made is cached (its labels), not every object of these kinds in the
-            // namespaces. In full: the reconciler compares specs (and reads pods' readiness gates).
-            const managed = { labelSelector: MANAGED_OBJECTS_SELECTOR };
             builder
               .named("mysqlcluster")
               .for(CLUSTER)
-              .owns(builtin.statefulSet, [], managed)
-              .owns(builtin.service, [], managed)
-              .owns(builtin.configMap, [], managed)
-              .owns(builtin.podDisruptionBudget, [], managed)
+              .owns(builtin.statefulSet)
+              .owns(builtin.service)
+              .owns(builtin.configMap)
+              .owns(builtin.podDisruptionBudget)
               .owns(MySQLInstanceKind.resource)
-              .watches(builtin.pod, podToCluster, [], managed)
-              .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
+              .watches(builtin.pod, podToCluster)
+              .watches(builtin.secret, secretToClusters)
               // Seeds run in the background; a reconcile still talks to every server of its cluster.
               .withOptions({ maxConcurrentReconciles: 4 })
               .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, targetLabel: settings.targetLabel }));

@@ -31,11 +31,11 @@ export {
   type TlsMode,
 } from "./instance-api.ts";
 export { Failure, toFailure } from "./failures.ts";
-export { INSTANCE_BY_SECRET, bindInstanceController, instanceSecrets, type InstanceControllerOptions } from "./instance-controller.ts";
+export { INSTANCE_BY_SECRET, bindInstanceController, instanceControllerCache, instanceSecrets, type InstanceControllerOptions } from "./instance-controller.ts";
 export { MySQLInstanceReconciler, jitter, type MySQLInstanceReconcilerOptions } from "./instance-reconciler.ts";
 export { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
 export { SnapshotLockTimeoutError, readGtidPosition, takeConsistentSnapshot, type Snapshot, type SnapshotOptions, type SnapshotSession } from "./snapshot.ts";
 export { SYSTEM_DATABASES, notSystemDatabase } from "./system-databases.ts";
-export { MySQLTokens, bindMySQLServices, registerInstanceInformer } from "./services.ts";
+export { MySQLTokens, bindMySQLServices } from "./services.ts";
 export { viewPlaceholder } from "./schema-objects.ts";
 export { dumpedColumns, insertPrefix, rowExpression, valueEncoding, valueExpression, type ColumnInfo, type ValueEncoding } from "./row-format.ts";

@@ -3,12 +3,12 @@
 // mysql-cluster, any mix), a MySQLInstance's status follows its server. The
 // manager's container holds one controller of a name, so the first module to
 // load binds it and the others find it bound — as with the shared services.
-import { Tokens, builtin, generationChanged, type Cache, type ControllerSetup, type EventRecorder, type KubeClient, type KubeObject, type ManagerSettings } from "@stateward/core";
+import { Tokens, builtin, cacheKind, generationChanged, type Cache, type CacheDeclaration, type ControllerSetup, type EventRecorder, type KubeClient, type KubeObject } from "@stateward/core";
 import type { ContainerModuleLoadOptions } from "inversify";
 import type { MySQLConnector } from "./connector.ts";
 import { MySQLInstanceKind, type MySQLInstance } from "./instance-api.ts";
 import { MySQLInstanceReconciler } from "./instance-reconciler.ts";
-import { MySQLTokens, registerInstanceInformer } from "./services.ts";
+import { MySQLTokens } from "./services.ts";
 
 export interface InstanceControllerOptions {
   /** How often a MySQLInstance is checked again once reachable. Defaults to 60 s. */
@@ -30,6 +30,17 @@ export function instanceSecrets(instance: MySQLInstance): string[] {
 const MYI = MySQLInstanceKind.resource;
 
 /**
+ * What the MySQLInstance controller reads from the cache: MySQLInstances for the manager's target,
+ * found by the Secrets they name, and Secrets as metadata only (a change bumps the
+ * resourceVersion; SecretReader GETs the one it needs). Every module that calls
+ * bindInstanceController lists these in its `cache`; the declarations merge.
+ */
+export const instanceControllerCache: CacheDeclaration[] = [
+  cacheKind<MySQLInstance>(MYI, { target: true, indexers: { [INSTANCE_BY_SECRET]: instanceSecrets } }),
+  cacheKind(builtin.secret, { metadataOnly: true }),
+];
+
+/**
  * Binds the MySQLInstance controller unless another module already did.
  * `options` only take effect for the module that binds first.
  */
@@ -37,9 +48,8 @@ export function bindInstanceController(container: Pick<ContainerModuleLoadOption
   const { bind, isBound } = container;
   if (isBound(MySQLTokens.InstanceController)) return;
   bind<ControllerSetup>(MySQLTokens.InstanceController).toResolvedValue(
-    (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, settings: ManagerSettings) => ({
+    (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector) => ({
       setup: (builder) => {
-        registerInstanceInformer(cache, settings);
         const bySecret = (secret: KubeObject) =>
           cache
             .byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, `${secret.metadata.namespace ?? ""}/${secret.metadata.name ?? ""}`)
@@ -47,18 +57,16 @@ export function bindInstanceController(container: Pick<ContainerModuleLoadOption
         builder
           .named("mysqlinstance")
           .for(MYI, [generationChanged])
-          // Secrets are cached as metadata only: a change bumps the resourceVersion; SecretReader GETs the one it needs.
-          .watches(builtin.secret, bySecret, [], { metadataOnly: true })
+          // Cached as instanceControllerCache declares (metadata only).
+          .watches(builtin.secret, bySecret)
           // A server that does not answer is tried again at least as often as a healthy one is
           // checked: its status follows the server (a cluster's primary coming up, a restart),
           // not a backoff grown to many minutes.
           .withOptions({ maxRetryDelayMs: options.checkIntervalMs ?? 60_000 })
           .complete(new MySQLInstanceReconciler(client, cache, events("mysqlinstance"), connector, { checkIntervalMs: options.checkIntervalMs }));
-        // After complete(): the kind is registered with the target selector by then (an indexer added first would register it unfiltered).
-        cache.addIndexer<MySQLInstance>(MYI, INSTANCE_BY_SECRET, instanceSecrets);
       },
     }),
-    [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, Tokens.ManagerSettings],
+    [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector],
   );
   // The manager runs every ControllerSetup: this one under that token, bound once.
   bind<ControllerSetup>(Tokens.ControllerSetup).toService(MySQLTokens.InstanceController);

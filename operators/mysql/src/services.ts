@@ -2,11 +2,10 @@
 // module calls `bindMySQLServices` from its ContainerModule; the first one
 // binds, the others find the services bound — so all operators of a process
 // share one connector, and thus one connection pool per instance.
-import { Tokens, type Cache, type KubeClient, type Logger, type ManagerSettings } from "@stateward/core";
+import { Tokens, type Cache, type KubeClient, type Logger } from "@stateward/core";
 import type { ContainerModuleLoadOptions } from "inversify";
 import { directAddresses, type ServerAddressResolver } from "./addresses.ts";
 import { MySQLConnector, type ConnectorOptions } from "./connector.ts";
-import { MySQLInstanceKind } from "./instance-api.ts";
 import { SecretReader } from "./secrets.ts";
 
 export const MySQLTokens = {
@@ -44,15 +43,4 @@ export function bindMySQLServices(container: Pick<ContainerModuleLoadOptions, "b
       // Runs when the container unbinds the connector; see MySQLConnector.close.
       .onDeactivation((connector) => connector.close());
   }
-}
-
-/**
- * The label selector MySQLInstances are watched with: the manager's target,
- * like the kinds the controllers reconcile. The cache keeps one informer per
- * kind, created by whoever registers it first, so every controller that reads
- * MySQLInstances calls this before building — whatever order the operator
- * modules are loaded in, instances are then filtered the same way.
- */
-export function registerInstanceInformer(cache: Cache, settings: ManagerSettings): void {
-  cache.register(MySQLInstanceKind.resource, { labelSelector: settings.target ? `${settings.targetLabel}=${settings.target}` : undefined });
 }
