@@ -6,6 +6,7 @@ import {
   builtin,
   type BackgroundTasks,
   type Cache,
+  type Clock,
   type ControllerSetup,
   type EventRecorder,
   type KubeClient,
@@ -53,7 +54,7 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       }
       bindMySQLServices(container);
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks) => ({
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks, clock: Clock) => ({
           setup: (builder) => {
             // Owned MySQLInstances are watched through the same informer as everywhere (the manager's target applies).
             registerInstanceInformer(cache, settings);
@@ -88,10 +89,10 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
               .watches(builtin.secret, secretToClusters, [], { metadataOnly: true })
               // Seeds run in the background; a reconcile still talks to every server of its cluster.
               .withOptions({ maxConcurrentReconciles: 4 })
-              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, targetLabel: settings.targetLabel }));
+              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, clock, targetLabel: settings.targetLabel }));
           },
         }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings, Tokens.BackgroundTasks],
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings, Tokens.BackgroundTasks, Tokens.Clock],
       );
     }),
   };
