@@ -85,7 +85,7 @@ export class ClusterReconciler implements Reconciler {
     }
     if (cluster.metadata.deletionTimestamp) return undefined;
     // A decision just written (a primary, a restart) is acted on only from a cache that has it; its watch event brings the cluster back.
-    if (this.decisions.unseen(this.d.cache, cluster)) return { requeueAfter: DECISION_RECHECK_MS };
+    if (this.decisions.unseen(cluster)) return { requeueAfter: DECISION_RECHECK_MS };
     try {
       return await this.converge(cluster, ctx);
     } catch (caught) {

@@ -1,4 +1,4 @@
-import type { Cache, KubeClient } from "@stateward/core";
+import type { KubeClient } from "@stateward/core";
 import { describe, expect, it } from "vitest";
 import type { MySQLCluster, MySQLClusterStatus } from "../api.ts";
 import { DECISION_VISIBLE_WITHIN_MS, RecordedDecisions } from "./recorded-decisions.ts";
@@ -16,9 +16,8 @@ function world() {
       return Promise.resolve(obj);
     },
   } as unknown as KubeClient;
-  const cache = { get: () => ({ ...cluster, status: cached }) } as unknown as Pick<Cache, "get">;
   const decisions = new RecordedDecisions({ now: () => new Date(now) });
-  return { decisions, client, cache, written, see: (s: MySQLClusterStatus) => (cached = s), advance: (ms: number) => (now += ms) };
+  return { decisions, client, cached: (): MySQLCluster => ({ ...cluster, status: cached }), written, see: (s: MySQLClusterStatus) => (cached = s), advance: (ms: number) => (now += ms) };
 }
 
 describe("decisions recorded in status", () => {
@@ -26,26 +25,26 @@ describe("decisions recorded in status", () => {
     const w = world();
     await w.decisions.record({ client: w.client }, cluster, { currentPrimary: "db-1" }, (s) => s.currentPrimary === "db-1");
     expect(w.written).toEqual([{ phase: "Running", currentPrimary: "db-1" }]);
-    expect(w.decisions.unseen(w.cache, cluster)).toBe(true);
+    expect(w.decisions.unseen(w.cached())).toBe(true);
     w.see({ currentPrimary: "db-1" });
-    expect(w.decisions.unseen(w.cache, cluster)).toBe(false);
+    expect(w.decisions.unseen(w.cached())).toBe(false);
     w.see({});
-    expect(w.decisions.unseen(w.cache, cluster), "seen once: forgotten").toBe(false);
+    expect(w.decisions.unseen(w.cached()), "seen once: forgotten").toBe(false);
   });
 
   it("are given up on when the cache does not show them in time", () => {
     const w = world();
     w.decisions.expect(cluster, (s) => s.rollout?.pod === "db-2");
     w.advance(DECISION_VISIBLE_WITHIN_MS - 1);
-    expect(w.decisions.unseen(w.cache, cluster)).toBe(true);
+    expect(w.decisions.unseen(w.cached())).toBe(true);
     w.advance(1);
-    expect(w.decisions.unseen(w.cache, cluster)).toBe(false);
+    expect(w.decisions.unseen(w.cached())).toBe(false);
   });
 
   it("are forgotten with the cluster", () => {
     const w = world();
     w.decisions.expect(cluster, () => false);
     w.decisions.forget("ns", "db");
-    expect(w.decisions.unseen(w.cache, cluster)).toBe(false);
+    expect(w.decisions.unseen(w.cached())).toBe(false);
   });
 });

@@ -8,7 +8,7 @@
 // brings the cluster back (a short requeue is the fallback). A decision the
 // cache still lacks after DECISION_VISIBLE_WITHIN_MS is let go, and the
 // reconcile goes on from the cache.
-import { isConflict, type Cache, type Clock, type KubeClient } from "@stateward/core";
+import { isConflict, type Clock, type KubeClient } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 
 const RT = MySQLClusterKind.resource;
@@ -62,13 +62,13 @@ export class RecordedDecisions {
     this.pending.set(key, [...(this.pending.get(key) ?? []), { inCache, untilMs: this.clock.now().getTime() + DECISION_VISIBLE_WITHIN_MS }]);
   }
 
-  /** Whether a decision recorded for this cluster is not in the cache yet (and not given up on): the reconcile must wait. */
-  unseen(cache: Pick<Cache, "get">, cluster: MySQLCluster): boolean {
-    const key = RecordedDecisions.key(cluster);
+  /** Whether a decision recorded for this cluster is not in `cached` (the cluster as the cache has it) yet, and not given up on: the reconcile must wait. */
+  unseen(cached: MySQLCluster): boolean {
+    const key = RecordedDecisions.key(cached);
     const pending = this.pending.get(key);
     if (!pending) return false;
     const now = this.clock.now().getTime();
-    const status = cache.get<MySQLCluster>(RT, cluster.metadata.namespace, cluster.metadata.name ?? "")?.status ?? {};
+    const status = cached.status ?? {};
     const left = pending.filter((p) => now < p.untilMs && !p.inCache(status));
     if (left.length === 0) this.pending.delete(key);
     else this.pending.set(key, left);

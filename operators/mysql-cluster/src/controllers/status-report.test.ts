@@ -9,10 +9,10 @@ const report = (facts: Partial<ClusterFacts>) => statusReport({ name: "db", desi
 
 describe("the cluster's status report", () => {
   it("is Running when every server is Ready, with the counts and the primary", () => {
-    const r = report({ members: [primary(), replica(1), replica(2)], primaryServer: { flavor: "mariadb", version: "11.4.9" } });
+    const r = report({ members: [primary(), replica(1), replica(2)], primaryServer: { flavor: "MariaDB", version: "11.4.9" } });
     expect(r.phase).toBe("Running");
     expect(r.ready).toEqual({ status: "True", reason: "Running", message: "3/3 servers ready; db-0 is the primary" });
-    expect(r.fields).toMatchObject({ phase: "Running", replicas: 3, readyReplicas: 3, ready: "3/3", currentPrimary: "db-0", flavor: "mariadb", serverVersion: "11.4.9" });
+    expect(r.fields).toMatchObject({ phase: "Running", replicas: 3, readyReplicas: 3, ready: "3/3", currentPrimary: "db-0", flavor: "MariaDB", serverVersion: "11.4.9" });
     expect(r.others.map((c) => [c.type, c.status, c.reason])).toEqual([
       ["Available", "True", "PrimaryWritable"],
       ["Replicating", "True", "ReplicationRunning"],
@@ -48,7 +48,7 @@ describe("the cluster's status report", () => {
   });
 
   it("says a cluster without replicas replicates, and looks at growing volumes often", () => {
-    const expanding = { type: "StorageResized", status: "False", reason: "Expanding", message: "data-db-0 is still 1Gi" };
+    const expanding = { type: "StorageResized", status: "False" as const, reason: "Expanding", message: "data-db-0 is still 1Gi" };
     const r = report({ desired: 1, members: [primary()], extra: [expanding, undefined] });
     expect(r.phase).toBe("Running");
     expect(r.others.find((c) => c.type === "Replicating")).toMatchObject({ status: "True", reason: "NoReplicas" });
