@@ -11,9 +11,10 @@ import { NameConflictError, applyIfChanged, builtin, controllerReference, findCo
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { eventsAbout } from "../../support/events.ts";
 import { testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
-import { startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, startClusterSuite, type ClusterSuite } from "./support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -23,14 +24,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let suite: ClusterSuite;
 let ns: string;
 
-interface EventObject extends KubeObject {
-  reason?: string;
-  note?: string;
-  regarding?: { name?: string; kind?: string };
-}
-
 function cluster(name: string, spec: Partial<MySQLCluster["spec"]> = {}): MySQLCluster {
-  return { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 1, storage: { size: "1Gi" }, ...spec } };
+  return clusterManifest(ns, name, { replicas: 1, storage: { size: "1Gi" }, ...spec });
 }
 
 function configMap(name: string, data: Record<string, string>): KubeObject {
@@ -73,7 +68,7 @@ describe("objects of the same name", () => {
     const c = await conflicted("db");
     expect(c.status?.phase).toBe("Pending");
     expect(findCondition(c.status?.conditions, "Ready")?.message).toMatch(/already exists .*not created by this owner/);
-    const events = (await client.list<EventObject>(builtin.event, { namespace: ns })).items.filter((e) => e.regarding?.name === "db" && e.regarding.kind === "MySQLCluster");
+    const events = await eventsAbout(client, ns, { name: "db", kind: "MySQLCluster" });
     expect(events.some((e) => e.reason === "NameConflict" && /(MySQLInstance db|ConfigMap db-config) already exists/.test(e.note ?? ""))).toBe(true);
 
     await sleep(5_000);

@@ -8,13 +8,14 @@
 //   cluster takes pod 1 again, keeps every write, and pod 0 follows it;
 //   two servers that each applied a transaction the other lacks: nothing is
 //   promoted, a condition names each server's history and asks for spec.primary.
-import { builtin, findCondition, type KubeObject } from "@stateward/core";
+import { builtin, findCondition } from "@stateward/core";
 import { MySQLClusterKind, ROLE_LABEL, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { eventsAbout, type KubeEvent } from "../../support/events.ts";
 import { testClient, waitGone } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, clusterRunning, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -23,22 +24,12 @@ let suite: ClusterSuite;
 let ns: string;
 let servers: LocalPodServers;
 
-interface Event extends KubeObject {
-  reason?: string;
-  note?: string;
-  regarding?: { name?: string; uid?: string };
-}
-
 function cluster(name: string, spec: Partial<MySQLCluster["spec"]> = {}): MySQLCluster {
-  return { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 2, storage: { size: "1Gi" }, ...spec } };
+  return clusterManifest(ns, name, { replicas: 2, storage: { size: "1Gi" }, ...spec });
 }
 
-async function running(name: string, check: (c: MySQLCluster) => boolean = () => true, timeoutMs = 180_000): Promise<MySQLCluster> {
-  return waitFor(`MySQLCluster ${name} Running`, async () => {
-    const c = await client.get<MySQLCluster>(MYC, ns, name);
-    if (c.status?.phase === "Running" && c.status.readyReplicas === 2 && c.status.observedGeneration === c.metadata.generation && check(c)) return c;
-    throw new Error(`phase ${c.status?.phase}, primary ${c.status?.currentPrimary}: ${findCondition(c.status?.conditions, "Ready")?.message}${servers.describeFailures()}`);
-  }, timeoutMs, 500);
+async function running(name: string, check: (c: MySQLCluster) => boolean = () => true): Promise<MySQLCluster> {
+  return clusterRunning(client, suite, name, 2, { check });
 }
 
 function onPod(pod: string, password: string, ...statements: string[]): Promise<Record<string, unknown>[]> {
@@ -62,8 +53,8 @@ async function deleteKeepingVolumes(name: string): Promise<void> {
   expect(claims.items.map((c) => c.metadata.name).sort()).toEqual([`data-${name}-0`, `data-${name}-1`]);
 }
 
-async function events(uid: string | undefined): Promise<Event[]> {
-  return (await client.list<Event>(builtin.event, { namespace: ns })).items.filter((e) => e.regarding?.uid === uid);
+async function events(uid: string | undefined): Promise<KubeEvent[]> {
+  return eventsAbout(client, ns, { uid: uid ?? "" });
 }
 
 beforeAll(async () => {

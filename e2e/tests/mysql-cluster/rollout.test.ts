@@ -12,10 +12,12 @@ import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
 import { MySQLClusterKind, clusterNames, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { AcknowledgedWriter } from "../../support/acknowledged-writes.ts";
+import { eventsAbout, type KubeEvent } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, clusterRunning, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -24,16 +26,8 @@ let suite: ClusterSuite;
 let ns: string;
 let servers: LocalPodServers;
 
-interface Event extends KubeObject {
-  reason?: string;
-  note?: string;
-  eventTime?: string;
-  regarding?: { name?: string };
-}
-
-async function events(name: string): Promise<Event[]> {
-  const list = await client.list<Event>(builtin.event, { namespace: ns });
-  return list.items.filter((e) => e.regarding?.name === name).sort((a, b) => (a.eventTime ?? "").localeCompare(b.eventTime ?? ""));
+async function events(name: string): Promise<KubeEvent[]> {
+  return eventsAbout(client, ns, { name });
 }
 
 /** Pods restarted by the operator, in order, with the switchovers between them. */
@@ -44,12 +38,10 @@ async function history(name: string, since: string): Promise<string[]> {
 }
 
 async function settled(name: string, replicas: number, timeoutMs = 300_000): Promise<MySQLCluster> {
-  return waitFor(`${name} rolled out and Running`, async () => {
-    const c = await client.get<MySQLCluster>(MYC, ns, name);
-    const upgrading = findCondition(c.status?.conditions, "Upgrading");
-    if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.updatedReplicas === replicas && upgrading?.reason === "UpToDate" && c.status.observedGeneration === c.metadata.generation) return c;
-    throw new Error(`phase ${c.status?.phase}, updated ${c.status?.updated}, Upgrading ${upgrading?.reason}: ${upgrading?.message}; Ready: ${findCondition(c.status?.conditions, "Ready")?.message}${servers.describeFailures()}`);
-  }, timeoutMs, 500);
+  return clusterRunning(client, suite, name, replicas, {
+    timeoutMs,
+    check: (c) => c.status?.updatedReplicas === replicas && findCondition(c.status.conditions, "Upgrading")?.reason === "UpToDate",
+  });
 }
 
 async function onPrimary(name: string, password: string, sql: string, values: unknown[] = []): Promise<unknown[]> {
@@ -64,46 +56,11 @@ async function onPrimary(name: string, password: string, sql: string, values: un
 }
 
 /**
- * An application writing through the primary endpoint as fast as it can, one
- * row per statement, reconnecting wherever the endpoint points on a failure —
+ * An application writing through the primary endpoint as fast as it can —
  * with an account without SUPER, which read-only stops.
  */
-class Writer {
-  readonly acknowledged: number[] = [];
-  readonly failures: number[] = [];
-  private stopped = false;
-  private done: Promise<void> | undefined;
-
-  start(name: string): this {
-    this.done = (async () => {
-      let conn: mysql.Connection | undefined;
-      let next = 1;
-      while (!this.stopped) {
-        try {
-          if (!conn) {
-            const address = await servers.resolve({ host: primaryHost(name, ns), port: 3306 });
-            conn = await mysql.createConnection({ ...address, user: "writer", password: "Writer-Pass-1", connectTimeout: 1000 });
-          }
-          await conn.query("INSERT INTO app.writes (id) VALUES (?)", [next]);
-          this.acknowledged.push(next);
-          next++;
-        } catch {
-          this.failures.push(Date.now());
-          await conn?.end().catch(() => undefined);
-          conn = undefined;
-          await sleep(20);
-        }
-        await sleep(10);
-      }
-      await conn?.end().catch(() => undefined);
-    })();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.done;
-  }
+function startWriter(name: string): AcknowledgedWriter {
+  return new AcknowledgedWriter({ endpoint: () => servers.resolve({ host: primaryHost(name, ns), port: 3306 }), user: "writer", password: "Writer-Pass-1", table: "app.writes", retryAfterMs: 20 }).start();
 }
 
 beforeAll(async () => {
@@ -121,7 +78,7 @@ describe("an image change on a 3-server cluster", () => {
   let password: string;
 
   it("rolls the replicas, highest first, switches over, rolls the old primary last — losing no acknowledged write", async () => {
-    await client.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 3, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 120 } } });
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 120 } }));
     const before = await settled(name, 3);
     expect(before.status?.currentPrimary).toBe("roll-0");
     expect(before.status?.currentImage).toBe("mariadb:11.4");
@@ -131,7 +88,7 @@ describe("an image change on a 3-server cluster", () => {
     await onPrimary(name, password, "CREATE USER writer@'%' IDENTIFIED BY 'Writer-Pass-1'");
     await onPrimary(name, password, "GRANT SELECT, INSERT ON app.* TO writer@'%'");
 
-    const writer = new Writer().start(name);
+    const writer = startWriter(name);
     await sleep(1000);
     const since = new Date().toISOString();
     await client.patch(MYC, ns, name, { spec: { image: "mariadb:11.4.9" } });
@@ -199,7 +156,7 @@ describe("a change that breaks a server", () => {
   const name = "gate";
 
   it("pauses at the health gate, names the pod, and recovers when the image is reverted", async () => {
-    await client.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 2, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 10 } } });
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 2, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 10 } }));
     await settled(name, 2);
     // LocalPodServers cannot start a server from an image tagged "broken": like a crash-looping container.
     await client.patch(MYC, ns, name, { spec: { image: "mariadb:broken" } });
@@ -243,7 +200,7 @@ describe("backups and rollouts", () => {
   const restarts = async (since: string) => (await events(name)).filter((e) => e.reason === "PodRestarted" && (e.eventTime ?? "") >= since);
 
   it("takes a Completed MySQLBackup before the first pod restarts (backupBeforeUpgrade)", async () => {
-    await client.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas: 2, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { backupBeforeUpgrade: { storage, databases: ["ledger"], compression: "gzip" } } } });
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 2, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { backupBeforeUpgrade: { storage, databases: ["ledger"], compression: "gzip" } } }));
     await settled(name, 2);
     const password = await rootPassword(client, ns, name);
     await onPrimary(name, password, "CREATE DATABASE ledger");

@@ -4,8 +4,8 @@
 // generated root password.
 import { join } from "node:path";
 import mysql from "mysql2/promise";
-import { Manager, builtin, captureLogs, type CapturedLogs, type KubeClient, type KubeObject, type OperatorModule } from "@stateward/core";
-import { clusterNames, createMySQLClusterOperator } from "@stateward/operator-mysql-cluster";
+import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeClient, type KubeObject, type OperatorModule } from "@stateward/core";
+import { MySQLClusterKind, clusterNames, createMySQLClusterOperator, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import type { EnvironmentInfo } from "../../harness/index.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom } from "../../support/kube.ts";
 import { LocalPodServers } from "../../support/mysql-pods.ts";
@@ -39,6 +39,32 @@ export async function startClusterSuite(client: KubeClient, env: EnvironmentInfo
       await deleteNamespace(client, ns);
     },
   };
+}
+
+/** A MySQLCluster to create: `spec` over the fields every suite gives. */
+export function clusterManifest(ns: string, name: string, spec: Partial<MySQLCluster["spec"]> & Pick<MySQLCluster["spec"], "storage">): MySQLCluster {
+  return { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec };
+}
+
+/**
+ * Waits until a cluster is Running with `replicas` servers Ready for its
+ * current generation, and `check` holds; a time-out says where it stands.
+ */
+export async function clusterRunning(
+  client: KubeClient,
+  suite: Pick<ClusterSuite, "ns" | "servers">,
+  name: string,
+  replicas: number,
+  { check = () => true, timeoutMs = 180_000 }: { check?: (c: MySQLCluster) => boolean; timeoutMs?: number } = {},
+): Promise<MySQLCluster> {
+  return waitFor(`MySQLCluster ${name} Running with ${replicas} ready`, async () => {
+    const c = await client.get<MySQLCluster>(MySQLClusterKind.resource, suite.ns, name);
+    if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.observedGeneration === c.metadata.generation && check(c)) return c;
+    const upgrading = findCondition(c.status?.conditions, "Upgrading");
+    throw new Error(
+      `phase ${c.status?.phase}, primary ${c.status?.currentPrimary}, updated ${c.status?.updated}, Upgrading ${upgrading?.reason}: ${upgrading?.message}; Ready: ${findCondition(c.status?.conditions, "Ready")?.message}${suite.servers.describeFailures()}`,
+    );
+  }, timeoutMs, 500);
 }
 
 /** The root password the operator generated for a cluster. */

@@ -7,10 +7,11 @@ import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { eventsAbout } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import { createExpandableStorageClass, deleteStorageClass, finishExpansion } from "../../support/storage.ts";
 import { waitFor } from "../../support/wait.ts";
-import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, clusterRunning, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -28,15 +29,11 @@ interface StatefulSet extends KubeObject {
 }
 
 function cluster(name: string, replicas: number, storage: MySQLCluster["spec"]["storage"]): MySQLCluster {
-  return { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name, namespace: ns }, spec: { replicas, storage } };
+  return clusterManifest(ns, name, { replicas, storage });
 }
 
 async function running(name: string, replicas: number): Promise<MySQLCluster> {
-  return waitFor(`MySQLCluster ${name} Running with ${replicas} ready`, async () => {
-    const c = await client.get<MySQLCluster>(MYC, ns, name);
-    if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.observedGeneration === c.metadata.generation) return c;
-    throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}${suite.servers.describeFailures()}`);
-  }, 180_000, 500);
+  return clusterRunning(client, suite, name, replicas);
 }
 
 async function storageCondition(name: string, reason: string, message?: RegExp) {
@@ -54,8 +51,7 @@ const claimSizes = async (name: string): Promise<Record<string, string>> =>
   Object.fromEntries(
     (await client.list<Claim>(builtin.persistentVolumeClaim, { namespace: ns, labelSelector: `app.kubernetes.io/instance=${name}` })).items.map((c) => [c.metadata.name ?? "", c.spec.resources.requests.storage] as const),
   );
-const events = async (name: string) =>
-  (await client.list<KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns })).items.filter((e) => e.regarding?.name === name);
+const events = (name: string) => eventsAbout(client, ns, { name });
 
 beforeAll(async () => {
   suite = await startClusterSuite(client, env, "cluster-volumes");

@@ -28,6 +28,7 @@ import { MySQLBackupKind, MySQLRestoreKind, createMySQLBackupOperator } from "@s
 import { MEMBER_READY_CONDITION, MySQLClusterKind, ROLE_LABEL, clusterNames, createMySQLClusterOperator, podHost, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { NODE_NAME, namespaceAnnotations, releaseRealNode, tools, useRealNode, type RealNodeInfo } from "../../harness/index.ts";
+import { AcknowledgedWriter } from "../../support/acknowledged-writes.ts";
 import { deleteNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { PodAddresses } from "../../support/pod-addresses.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -83,47 +84,9 @@ async function query<T = Record<string, unknown>>(pod: string, sql: string, valu
   }
 }
 
-/**
- * An application writing through the primary Service's name as fast as it
- * can, one row per statement, reconnecting to wherever the name points after
- * a failure. An id whose INSERT was not acknowledged is never reused.
- */
-class Writer {
-  readonly acknowledged: number[] = [];
-  readonly failures: number[] = [];
-  private stopped = false;
-  private done: Promise<void> | undefined;
-
-  start(): this {
-    this.done = (async () => {
-      let conn: mysql.Connection | undefined;
-      let next = 1;
-      while (!this.stopped) {
-        const id = next++;
-        try {
-          if (!conn) {
-            const at = await addresses.resolve({ host: primaryHost(name, ns), port: 3306 });
-            conn = await mysql.createConnection({ ...at, user: "writer", password: "Writer-Pass-1", connectTimeout: 1_000 });
-          }
-          await conn.query("INSERT INTO shop.writes (id) VALUES (?)", [id]);
-          this.acknowledged.push(id);
-        } catch {
-          this.failures.push(Date.now());
-          await conn?.end().catch(() => undefined);
-          conn = undefined;
-          await sleep(50);
-        }
-        await sleep(10);
-      }
-      await conn?.end().catch(() => undefined);
-    })();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.done;
-  }
+/** An application writing through the primary Service's name (see support/acknowledged-writes.ts). */
+function startWriter(): AcknowledgedWriter {
+  return new AcknowledgedWriter({ endpoint: () => addresses.resolve({ host: primaryHost(name, ns), port: 3306 }), user: "writer", password: "Writer-Pass-1", table: "shop.writes", retryAfterMs: 50 }).start();
 }
 
 describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
@@ -260,7 +223,7 @@ describe.runIf(env.realNodeSupport.ok)("a MySQLCluster on real pods", () => {
     await query(`${name}-0`, "CREATE TABLE shop.writes (id INT PRIMARY KEY)");
     await query(`${name}-0`, "CREATE USER writer@'%' IDENTIFIED BY 'Writer-Pass-1'");
     await query(`${name}-0`, "GRANT SELECT, INSERT ON shop.* TO writer@'%'");
-    const writer = new Writer().start();
+    const writer = startWriter();
     await waitFor("the writer writing", () => (writer.acknowledged.length > 20 ? true : undefined), 30_000, 200);
     const started = Date.now();
     await client.patch(MYC, ns, name, { spec: { image: node.images.mariadbRev2 } });

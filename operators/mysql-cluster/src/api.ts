@@ -20,6 +20,29 @@ import { OPERATOR_OWNED_SETTINGS, OPTION_PREFIXES, SETTING_NAME_PATTERN, SETTING
 
 /** The most members a cluster may have: one primary and up to eight replicas. */
 export const MAX_REPLICAS = 9;
+export const SECRET_DELETION_POLICIES = ["Retain", "Delete"] as const;
+
+// The spec's defaults, declared once: the schema's `default:` (what the API
+// server fills in) and the code's fallback (an object the API server did not
+// default, e.g. one built in memory) are the same value.
+/** A primary and two replicas. */
+export const DEFAULT_REPLICAS = 3;
+/** The server image when spec.image is absent. */
+export const DEFAULT_IMAGE = "mariadb:11.4";
+/** Generated Secrets outlive the cluster, so volumes kept from it can still be opened. */
+export const DEFAULT_SECRET_DELETION_POLICY = "Retain" satisfies (typeof SECRET_DELETION_POLICIES)[number];
+/** How far behind the primary a replica may be and still count as caught up (Ready). */
+export const DEFAULT_MAX_LAG_SECONDS = 30;
+/** A rollout runs unless the user pauses it. */
+export const DEFAULT_PAUSED = false;
+/** How long a restarted pod has to come back Ready before the rollout stops. */
+export const DEFAULT_HEALTH_GATE_SECONDS = 300;
+
+// The operator's pace (no field of the spec): how soon a cluster is looked at again.
+/** While something is converging. */
+export const CONVERGING_REQUEUE_MS = 5_000;
+/** A converged cluster is looked at again this often, to keep replication state in status fresh. */
+export const STEADY_REQUEUE_MS = 30_000;
 
 const quantityField = (description: string) => optional(string(description, { pattern: QUANTITY_PATTERN, maxLength: 64 }));
 
@@ -33,7 +56,6 @@ const computeResources = object(
 
 export const MEMBER_ROLES = ["primary", "replica"] as const;
 export const CLUSTER_PHASES = ["Pending", "Provisioning", "Scaling", "Upgrading", "Running", "Degraded", "Failed"] as const;
-export const SECRET_DELETION_POLICIES = ["Retain", "Delete"] as const;
 
 export const MySQLClusterKind = defineKind({
   group: "stateward.io",
@@ -53,7 +75,7 @@ export const MySQLClusterKind = defineKind({
         integer(`Number of servers: the primary plus replicas (1 to ${MAX_REPLICAS}). Scaling in removes the highest ordinals after stopping their replication; their volumes are kept.`, {
           minimum: 1,
           maximum: MAX_REPLICAS,
-          default: 3,
+          default: DEFAULT_REPLICAS,
         }),
       ),
       primary: optional(
@@ -67,7 +89,7 @@ export const MySQLClusterKind = defineKind({
           minLength: 1,
           maxLength: 512,
           pattern: "^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$",
-          default: "mariadb:11.4",
+          default: DEFAULT_IMAGE,
         }),
       ),
       resources: optional(
@@ -137,7 +159,7 @@ export const MySQLClusterKind = defineKind({
       ),
       secretDeletionPolicy: optional(
         stringEnum(SECRET_DELETION_POLICIES, "What happens to the Secrets the operator generated (root and replication passwords) when the cluster is deleted: Retain keeps them, so volumes kept from the cluster can still be opened; Delete removes them with the cluster. A Secret given in rootPasswordSecretRef is never deleted.", {
-          default: "Retain",
+          default: DEFAULT_SECRET_DELETION_POLICY,
         }),
       ),
       updateStrategy: optional(
@@ -147,17 +169,17 @@ export const MySQLClusterKind = defineKind({
               integer("A replica counts as caught up (Ready) when its replication threads run and it is at most this many seconds behind the primary.", {
                 minimum: 0,
                 maximum: 86_400,
-                default: 30,
+                default: DEFAULT_MAX_LAG_SECONDS,
               }),
             ),
             paused: optional(
-              boolean("Stops the rollout before its next step: no pod is restarted and no switchover starts until it is cleared. What already runs is left as it is.", { default: false }),
+              boolean("Stops the rollout before its next step: no pod is restarted and no switchover starts until it is cleared. What already runs is left as it is.", { default: DEFAULT_PAUSED }),
             ),
             healthGateSeconds: optional(
               integer("How long a restarted pod has to come back Ready (replicating and caught up). A pod that misses it pauses the rollout (condition Upgrading, reason HealthGateFailed) until the change is fixed or reverted.", {
                 minimum: 10,
                 maximum: 86_400,
-                default: 300,
+                default: DEFAULT_HEALTH_GATE_SECONDS,
               }),
             ),
             backupBeforeUpgrade: optional(

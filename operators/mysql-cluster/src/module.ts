@@ -7,6 +7,7 @@ import {
   cacheKind,
   type BackgroundTasks,
   type Cache,
+  type Clock,
   type ControllerSetup,
   type EventRecorder,
   type KubeClient,
@@ -64,7 +65,7 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       bindMySQLServices(container);
       bindInstanceController(container);
       container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks) => ({
+        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks, clock: Clock) => ({
           setup: (builder) => {
             // Pods belong to the StatefulSet, not to the cluster: mapped by label.
             const podToCluster = (pod: KubeObject): Request[] => {
@@ -94,10 +95,10 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
               .watches(builtin.secret, secretToClusters)
               // Seeds run in the background; a reconcile still talks to every server of its cluster.
               .withOptions({ maxConcurrentReconciles: 4 })
-              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, targetLabel: settings.targetLabel }));
+              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, clock, targetLabel: settings.targetLabel }));
           },
         }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings, Tokens.BackgroundTasks],
+        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings, Tokens.BackgroundTasks, Tokens.Clock],
       );
     }),
   };

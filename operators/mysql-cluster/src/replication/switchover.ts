@@ -49,6 +49,8 @@ export async function switchover(from: InstanceConnection, to: InstanceConnectio
   let position: string;
   try {
     position = (await readServer(from)).gtidExecuted;
+    // Elapsed time of this wait, as the sleeps below are: not the injected Clock (a clock a test
+    // stops would make the bound never or at once), and nothing of it reaches status.
     const until = Date.now() + catchUpMs;
     for (;;) {
       const state = await readServer(to);

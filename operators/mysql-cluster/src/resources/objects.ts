@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { builtin, controllerReference, type KubeObject, type OwnerReference } from "@stateward/core";
 import { MySQLInstanceKind, type Flavor, type MySQLInstance } from "@stateward/mysql";
-import { MySQLClusterKind, type MySQLCluster } from "../api.ts";
+import { DEFAULT_IMAGE, DEFAULT_SECRET_DELETION_POLICY, MySQLClusterKind, type MySQLCluster } from "../api.ts";
 import { INIT_SCRIPT, renderMyCnf } from "../config/my-cnf.ts";
 import { MEMBER_READY_CONDITION, MYSQL_PORT, ROLE_LABEL, clusterNames, commonLabels, primaryHost, selectorLabels } from "./names.ts";
 
@@ -133,7 +133,7 @@ export function statefulSet(cluster: MySQLCluster, input: StatefulSetInput): Kub
   const name = cluster.metadata.name ?? "";
   const names = clusterNames(name);
   const root = rootSecretRef(cluster);
-  const image = cluster.spec.image ?? "mariadb:11.4";
+  const image = cluster.spec.image ?? DEFAULT_IMAGE;
   const passwordEnv = input.flavor === "MySQL" ? "MYSQL_ROOT_PASSWORD" : "MARIADB_ROOT_PASSWORD";
   const resources = cluster.spec.resources ?? {};
   const claimTemplates = input.liveClaimTemplates ?? [
@@ -218,7 +218,7 @@ export function statefulSet(cluster: MySQLCluster, input: StatefulSetInput): Kub
 
 /** A generated password Secret: created once, never overwritten; owned by the cluster only when generated Secrets go with it. */
 export function generatedSecret(cluster: MySQLCluster, name: string, data: Record<string, string>): KubeObject {
-  const deleteWithCluster = (cluster.spec.secretDeletionPolicy ?? "Retain") === "Delete";
+  const deleteWithCluster = (cluster.spec.secretDeletionPolicy ?? DEFAULT_SECRET_DELETION_POLICY) === "Delete";
   const clusterName = cluster.metadata.name ?? "";
   return {
     apiVersion: builtin.secret.apiVersion,

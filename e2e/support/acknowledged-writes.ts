@@ -1,0 +1,62 @@
+// An application writing through a primary endpoint as fast as it can, one
+// row per statement, reconnecting to wherever the endpoint points after a
+// failure — what a rollout or a failover must not lose a write of. An id
+// whose INSERT was not acknowledged is never reused: the row may have been
+// committed with only the answer lost.
+import { setTimeout as sleep } from "node:timers/promises";
+import mysql from "mysql2/promise";
+
+export interface AcknowledgedWriterOptions {
+  /** Where the primary endpoint is reached now; asked again after every failure. */
+  endpoint: () => Promise<{ host: string; port: number }>;
+  /** An account without SUPER (or READ ONLY ADMIN): one that read-only stops. */
+  user: string;
+  password: string;
+  /** A table with an integer primary key `id`; one row per write. */
+  table: string;
+  /** The pause after a failed write before connecting again. */
+  retryAfterMs: number;
+}
+
+export class AcknowledgedWriter {
+  /** Ids whose INSERT the server acknowledged, in order. */
+  readonly acknowledged: number[] = [];
+  /** When each refused or failed write happened (ms since the epoch). */
+  readonly failures: number[] = [];
+  private readonly options: AcknowledgedWriterOptions;
+  private stopped = false;
+  private done: Promise<void> | undefined;
+
+  constructor(options: AcknowledgedWriterOptions) {
+    this.options = options;
+  }
+
+  start(): this {
+    const { endpoint, user, password, table, retryAfterMs } = this.options;
+    this.done = (async () => {
+      let conn: mysql.Connection | undefined;
+      let next = 1;
+      while (!this.stopped) {
+        const id = next++;
+        try {
+          if (!conn) conn = await mysql.createConnection({ ...(await endpoint()), user, password, connectTimeout: 1_000 });
+          await conn.query(`INSERT INTO ${table} (id) VALUES (?)`, [id]);
+          this.acknowledged.push(id);
+        } catch {
+          this.failures.push(Date.now());
+          await conn?.end().catch(() => undefined);
+          conn = undefined;
+          await sleep(retryAfterMs);
+        }
+        await sleep(10);
+      }
+      await conn?.end().catch(() => undefined);
+    })();
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.done;
+  }
+}
