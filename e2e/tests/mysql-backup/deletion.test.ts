@@ -2,8 +2,9 @@
 // and never hangs: a run that failed because another backup was already at
 // its location leaves that backup alone; a namespace deleted together with
 // its S3 Secret goes away, with a Warning saying what was left in the
-// bucket; where a backup was written cannot be edited afterwards.
-import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+// bucket; where a backup was written cannot be edited afterwards. Deleting a
+// backup while it runs stops it, whatever its deletionPolicy.
+import { DeleteObjectsCommand, ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, findCondition, isNotFound, type KubeObject } from "@stateward/core";
@@ -11,7 +12,7 @@ import { MySQLInstanceKind } from "@stateward/mysql";
 import { databaseUserOperator } from "@stateward/operator-database-user";
 import { MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { s3Client } from "../../harness/index.ts";
+import { s3Client, TcpProxy } from "../../harness/index.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 import { id } from "./torture.ts";
@@ -21,6 +22,8 @@ const client = testClient(env.kubeconfig);
 const BK = MySQLBackupKind.resource;
 const suffix = randomBytes(3).toString("hex");
 const db = `bkdel_${suffix}`;
+/** 16 MiB of incompressible rows: through the throttled proxy below, a backup of it runs for many seconds. */
+const big = `bkdel_big_${suffix}`;
 const prefix = `deletion-${suffix}`;
 const root = { host: env.mysql.host, port: env.mysql.port, user: env.mysql.user, password: env.mysql.password };
 let ns: string;
@@ -76,6 +79,11 @@ beforeAll(async () => {
   await conn.query(`CREATE DATABASE ${id(db)}`);
   await conn.query(`CREATE TABLE ${id(db)}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
   await conn.query(`INSERT INTO ${id(db)}.t VALUES (1, 'one'), (2, 'two')`);
+  await conn.query(`CREATE DATABASE ${id(big)}`);
+  await conn.query(`CREATE TABLE ${id(big)}.blobs (id INT PRIMARY KEY, b MEDIUMBLOB) ENGINE=InnoDB`);
+  for (let i = 0; i < 32; i += 8) {
+    await conn.query(`INSERT INTO ${id(big)}.blobs VALUES ?`, [Array.from({ length: 8 }, (_, j) => [i + j + 1, randomBytes(512 * 1024)])]);
+  }
   await conn.end();
   await prepareNamespace(ns);
   await prepareNamespace(doomedNs);
@@ -85,6 +93,7 @@ afterAll(async () => {
   await manager?.stop();
   const conn = await mysql.createConnection(root);
   await conn.query(`DROP DATABASE IF EXISTS ${id(db)}`);
+  await conn.query(`DROP DATABASE IF EXISTS ${id(big)}`);
   await conn.end();
   const left = await keysUnder(`${prefix}/`);
   if (left.length > 0) await s3.send(new DeleteObjectsCommand({ Bucket: env.s3.bucket, Delete: { Objects: left.map((Key) => ({ Key })) } }));
@@ -157,4 +166,38 @@ describe("deleting a MySQLBackup with deletionPolicy Delete", () => {
     // Left behind, as the Warning says.
     expect(await keysUnder(folder)).toContain(`${folder}manifest.json`);
   }, 180_000);
+});
+
+describe("deleting a MySQLBackup while it runs", () => {
+  let proxy: TcpProxy | undefined;
+  afterAll(async () => proxy?.stop());
+
+  it("stops the run with deletionPolicy Retain too: nothing is left in its folder, and no backup completes later", async () => {
+    // S3 through a proxy at 1 MiB/s: the 16 MiB database takes well over 10 s to store.
+    const target = new URL(env.s3.endpoint);
+    proxy = new TcpProxy({ host: target.hostname, port: Number(target.port) });
+    await proxy.start();
+    proxy.throttle(1024 * 1024);
+    const slow = backup(ns, "cancelled", { databases: [big], deletionPolicy: "Retain" });
+    slow.spec.storage.s3.endpoint = `http://127.0.0.1:${proxy.port}`;
+    await client.create(BK, slow);
+    const folder = `${prefix}/${ns}/cancelled/`;
+    const uploads = async () => ((await s3.send(new ListMultipartUploadsCommand({ Bucket: env.s3.bucket, Prefix: folder }))).Uploads ?? []).map((u) => u.Key ?? "");
+    await waitFor("the backup storing its first data object", async () => {
+      const b = await client.get<MySQLBackup>(BK, ns, "cancelled");
+      if (b.status?.phase === "Completed" || b.status?.phase === "Failed") throw new Error(`the backup ended ${b.status.phase} before it was deleted`);
+      return b.status?.phase === "Running" && (await uploads()).length > 0 ? true : undefined;
+    }, 60_000, 200);
+
+    // Retain: no finalizer, the object is gone at once; the run must not go on without it.
+    await client.delete(BK, ns, "cancelled");
+    await waitGone(client, BK, ns, "cancelled");
+    await waitFor("the run stopped and its folder emptied", async () => ((await keysUnder(folder)).length === 0 && (await uploads()).length === 0 ? true : undefined), 20_000, 250);
+    // Long enough for the whole database to have been stored had the run gone on (16 MiB at 1 MiB/s).
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await keysUnder(folder), "objects written after the MySQLBackup was deleted").toEqual([]);
+    }
+    expect(await uploads()).toEqual([]);
+  }, 120_000);
 });

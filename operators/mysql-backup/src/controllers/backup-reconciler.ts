@@ -26,8 +26,6 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
   protected readonly resource = MySQLBackupKind.resource;
   protected readonly finalizer = BACKUP_FINALIZER;
   protected readonly retryAdvice = "Create a new MySQLBackup to retry.";
-  // A Retain backup deleted while it runs carries no finalizer: its run goes on to the end.
-  protected readonly abortsWhenGone = false;
 
   /** Only deletionPolicy Delete has something outside Kubernetes to clean up. */
   protected holdsFinalizer(backup: MySQLBackup): boolean {

@@ -99,12 +99,6 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
   protected abstract readonly finalizer: string;
   /** Ends the Interrupted message: what the user does to run it again. */
   protected abstract readonly retryAdvice: string;
-  /**
-   * Whether a task still running is aborted when its object is gone from the
-   * cache (deleted while it carried no finalizer).
-   */
-  protected abstract readonly abortsWhenGone: boolean;
-
   constructor(deps: OperationDeps) {
     this.d = deps;
   }
@@ -127,7 +121,9 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
     const key = `${this.noun}/${ns}/${req.name}`;
     const found = this.d.cache.get<T>(this.resource, ns, req.name);
     if (!found) {
-      if (this.abortsWhenGone) await this.d.tasks.cancel(key);
+      // Deleted while it carried no finalizer (a Retain backup, a restore past its cleanup): a run
+      // still going is stopped — never left to finish unseen.
+      await this.d.tasks.cancel(key);
       return undefined;
     }
     if (isBeingDeleted(found)) {

@@ -30,7 +30,6 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
   protected readonly resource = MySQLRestoreKind.resource;
   protected readonly finalizer = RESTORE_FINALIZER;
   protected readonly retryAdvice = "Create a new MySQLRestore to restore again.";
-  protected readonly abortsWhenGone = true;
 
   /** Held from before the restore can start until it finished: nothing of it can be left on the server then. */
   protected holdsFinalizer(restore: MySQLRestore): boolean {
