@@ -15,20 +15,20 @@ function fakeServer(stored: Thing, conflicts = 0) {
   let live = structuredClone(stored);
   const calls = { gets: 0, updates: 0 };
   const client = {
-    get: async () => {
+    get: () => {
       calls.gets++;
-      return structuredClone(live);
+      return Promise.resolve(structuredClone(live));
     },
-    updateStatus: async (_rt: ResourceType, obj: Thing) => {
+    updateStatus: (_rt: ResourceType, obj: Thing) => {
       calls.updates++;
       if (conflicts > 0) {
         conflicts--;
         live = { ...live, metadata: { ...live.metadata, resourceVersion: String(Number(live.metadata.resourceVersion) + 1) } };
-        throw conflict();
+        return Promise.reject(conflict());
       }
-      if (obj.metadata.resourceVersion !== live.metadata.resourceVersion) throw conflict();
+      if (obj.metadata.resourceVersion !== live.metadata.resourceVersion) return Promise.reject(conflict());
       live = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(Number(obj.metadata.resourceVersion) + 1) } };
-      return structuredClone(live);
+      return Promise.resolve(structuredClone(live));
     },
   } as unknown as KubeClient;
   return { client, calls, live: () => live };

@@ -75,6 +75,6 @@ export function readyStatus<T extends KubeObject & { status?: ConditionedStatus 
     const generation = obj.metadata.generation;
     let conditions = setCondition(obj.status?.conditions, { type: "Ready", ...ready, observedGeneration: generation });
     for (const c of others) conditions = setCondition(conditions, { ...c, observedGeneration: generation });
-    return { ...obj.status, ...fields, observedGeneration: generation, conditions } as NonNullable<T["status"]>;
+    return { ...obj.status, ...fields, observedGeneration: generation, conditions };
   };
 }

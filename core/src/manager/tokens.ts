@@ -11,6 +11,7 @@ import type { EventRecorder } from "../events/index.ts";
 import type { Leadership } from "../leader/index.ts";
 import type { Logger } from "../log/index.ts";
 import type { Metrics } from "../metrics/index.ts";
+import type { Bind, BindInWhenOnFluentSyntax } from "inversify";
 import type { ControllerSetup } from "./module.ts";
 
 declare const boundType: unique symbol;
@@ -20,7 +21,7 @@ export type Token<T> = symbol & { readonly [boundType]?: T };
 
 /** The token of `key` (a `Symbol.for` key, so two copies of a package agree on it), bound to a `T`. */
 export function token<T>(key: string): Token<T> {
-  return Symbol.for(key) as Token<T>;
+  return Symbol.for(key);
 }
 
 /** What each token of `tokens` is bound to, under the same names. */
@@ -30,11 +31,22 @@ export type Resolved<D extends Record<string, Token<unknown>>> = { [K in keyof D
  * Arguments for inversify's `toResolvedValue`: `factory` receives an object
  * of the named dependencies, each resolved from its token.
  *
- *   bind(Tokens.ControllerSetup).toResolvedValue(...resolve({ client: Tokens.KubeClient, cache: Tokens.Cache }, ({ client, cache }) => ...))
+ *   bind(MyToken).toResolvedValue(...resolve({ client: Tokens.KubeClient, cache: Tokens.Cache }, ({ client, cache }) => ...))
  */
 export function resolve<D extends Record<string, Token<unknown>>, R>(tokens: D, factory: (deps: Resolved<D>) => R): [(...values: unknown[]) => R, symbol[]] {
   const names = Object.keys(tokens) as (keyof D & string)[];
   return [(...values) => factory(Object.fromEntries(names.map((name, i) => [name, values[i]])) as Resolved<D>), names.map((name) => tokens[name] as symbol)];
+}
+
+/**
+ * Binds `token` to what `factory` makes of the named dependencies, typed by
+ * the token (so the factory's result is checked, and a ControllerSetup's
+ * builder is typed):
+ *
+ *   bindResolved(bind, Tokens.ControllerSetup, { client: Tokens.KubeClient, cache: Tokens.Cache }, ({ client, cache }) => ({ setup: (builder) => ... }))
+ */
+export function bindResolved<T, D extends Record<string, Token<unknown>>>(bind: Bind, token: Token<T>, deps: D, factory: (deps: Resolved<D>) => T): BindInWhenOnFluentSyntax<T> {
+  return bind<T>(token).toResolvedValue(...resolve(deps, factory));
 }
 
 export const Tokens = {
