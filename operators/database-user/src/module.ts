@@ -14,10 +14,10 @@ import {
 } from "@stateward/core";
 import {
   MySQLInstanceKind,
-  MySQLTokens,
   bindInstanceController,
   bindMySQLServices,
   instanceControllerCache,
+  mysqlControllerDeps,
   type ConnectorOptions,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
@@ -66,15 +66,7 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
       const { bind } = container;
 
       bindInstanceController(container, { checkIntervalMs: options.instanceCheckIntervalMs });
-      const deps = {
-        client: Tokens.KubeClient,
-        cache: Tokens.Cache,
-        events: Tokens.EventRecorderFactory,
-        connector: MySQLTokens.Connector,
-        secrets: MySQLTokens.SecretReader,
-        settings: Tokens.ManagerSettings,
-        clock: Tokens.Clock,
-      };
+      const deps = { ...mysqlControllerDeps, settings: Tokens.ManagerSettings, clock: Tokens.Clock };
       bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, settings, clock }) => ({
         setup: (builder) => {
           const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>

@@ -10,10 +10,10 @@ import {
 } from "@stateward/core";
 import {
   MySQLInstanceKind,
-  MySQLTokens,
   bindInstanceController,
   bindMySQLServices,
   instanceControllerCache,
+  mysqlControllerDeps,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
 import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "./api.ts";
@@ -44,34 +44,24 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
       const { bind } = container;
       bind<OperationSlots>(SlotsToken).toConstantValue(new OperationSlots(options.maxConcurrentOperations ?? 2));
       // What backups and restores take; both also take the manager's Leadership: both remove what an interrupted run wrote.
-      const operationDeps = {
-        client: Tokens.KubeClient,
-        cache: Tokens.Cache,
-        recorders: Tokens.EventRecorderFactory,
-        tasks: Tokens.BackgroundTasks,
-        slots: SlotsToken,
-        connector: MySQLTokens.Connector,
-        secrets: MySQLTokens.SecretReader,
-        identity: Tokens.Identity,
-        leadership: Tokens.Leadership,
-      };
-      bindResolved(bind, Tokens.ControllerSetup, operationDeps, ({ recorders, ...deps }) => ({
+      const operationDeps = { ...mysqlControllerDeps, tasks: Tokens.BackgroundTasks, slots: SlotsToken, identity: Tokens.Identity, leadership: Tokens.Leadership };
+      bindResolved(bind, Tokens.ControllerSetup, operationDeps, ({ events, ...deps }) => ({
         setup: (builder) => {
           builder
             .named("mysqlbackup")
             .for(MySQLBackupKind.resource)
             .withOptions({ maxConcurrentReconciles: 2 })
-            .complete(new BackupReconciler({ ...deps, events: recorders("mysqlbackup") }));
+            .complete(new BackupReconciler({ ...deps, events: events("mysqlbackup") }));
         },
       }));
-      bindResolved(bind, Tokens.ControllerSetup, operationDeps, ({ recorders, ...deps }) => ({
+      bindResolved(bind, Tokens.ControllerSetup, operationDeps, ({ events, ...deps }) => ({
         setup: (builder) => {
           builder
             .named("mysqlrestore")
             .for(MySQLRestoreKind.resource)
             // A restore waiting for its backup starts when the backup completes: woken by it, not polled.
             .watches<MySQLBackup>(MySQLBackupKind.resource, (backup) => restoresWaitingFor(deps.cache, backup))
-            .complete(new RestoreReconciler({ ...deps, events: recorders("mysqlrestore") }));
+            .complete(new RestoreReconciler({ ...deps, events: events("mysqlrestore") }));
           // After complete(): the kind is registered with the target selector by then.
           deps.cache.addIndexer<MySQLRestore>(MySQLRestoreKind.resource, RESTORE_BY_BACKUP, restoreBackupRef);
         },

@@ -16,6 +16,7 @@ import {
   bindInstanceController,
   bindMySQLServices,
   instanceControllerCache,
+  mysqlControllerDeps,
   type ServerAddressResolver,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
@@ -56,17 +57,7 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       }
       bindMySQLServices(container);
       bindInstanceController(container);
-      const deps = {
-        client: Tokens.KubeClient,
-        cache: Tokens.Cache,
-        events: Tokens.EventRecorderFactory,
-        connector: MySQLTokens.Connector,
-        secrets: MySQLTokens.SecretReader,
-        addresses: MySQLTokens.ServerAddresses,
-        settings: Tokens.ManagerSettings,
-        tasks: Tokens.BackgroundTasks,
-        clock: Tokens.Clock,
-      };
+      const deps = { ...mysqlControllerDeps, addresses: MySQLTokens.ServerAddresses, settings: Tokens.ManagerSettings, tasks: Tokens.BackgroundTasks, clock: Tokens.Clock };
       bindResolved(container.bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, addresses, settings, tasks, clock }) => ({
         setup: (builder) => {
           // Pods belong to the StatefulSet, not to the cluster: mapped by label.

@@ -20,6 +20,19 @@ export const MySQLTokens = {
 } as const;
 
 /**
+ * What a MySQL operator's controller usually takes, by name (for core's
+ * `bindResolved`): the client, the cache, the event recorders, and the shared
+ * connector and Secret reader. A module adds what else it needs.
+ */
+export const mysqlControllerDeps = {
+  client: Tokens.KubeClient,
+  cache: Tokens.Cache,
+  events: Tokens.EventRecorderFactory,
+  connector: MySQLTokens.Connector,
+  secrets: MySQLTokens.SecretReader,
+};
+
+/**
  * Binds the connector and the Secret reader unless another module already
  * did. `options` only take effect for the module that binds first.
  */
