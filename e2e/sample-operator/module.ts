@@ -1,10 +1,10 @@
 import { ContainerModule } from "inversify";
-import { Tokens, builtin, cacheKind, type Cache, type ControllerSetup, type KubeClient, type OperatorModule, type EventRecorder } from "@stateward/core";
+import { Tokens, builtin, cacheKind, bindResolved, token, type OperatorModule } from "@stateward/core";
 import { WidgetKind } from "./api.ts";
 import { WidgetReconciler, type ExternalSystem } from "./reconciler.ts";
 
 /** Token of the ExternalSystem; tests rebind it to observe cleanups. */
-export const ExternalSystemToken = Symbol.for("sample.ExternalSystem");
+export const ExternalSystemToken = token<ExternalSystem>("sample.ExternalSystem");
 
 /** An in-memory external system: what the test inspects. */
 export class InMemoryExternalSystem implements ExternalSystem {
@@ -33,18 +33,17 @@ export function sampleOperator(opts: { maxConcurrentReconciles?: number } = {}):
     cache: [cacheKind(builtin.configMap)],
     container: new ContainerModule(({ bind }) => {
       bind<ExternalSystem>(ExternalSystemToken).toConstantValue(new InMemoryExternalSystem());
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, external: ExternalSystem) => ({
-          setup: (builder) =>
-            builder
-              .named("widget")
-              .for(WidgetKind.resource)
-              .owns(builtin.configMap)
-              .withOptions({ maxConcurrentReconciles: opts.maxConcurrentReconciles ?? 2 })
-              .complete(new WidgetReconciler(client, cache, events("widget"), external)),
-        }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, ExternalSystemToken],
-      );
+      // Dependencies by name, each from its token: the factory below cannot receive them in the wrong order.
+      const deps = { client: Tokens.KubeClient, cache: Tokens.Cache, events: Tokens.EventRecorderFactory, external: ExternalSystemToken };
+      bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, events, external }) => ({
+        setup: (builder) =>
+          builder
+            .named("widget")
+            .for(WidgetKind.resource)
+            .owns(builtin.configMap)
+            .withOptions({ maxConcurrentReconciles: opts.maxConcurrentReconciles ?? 2 })
+            .complete(new WidgetReconciler(client, cache, events("widget"), external)),
+      }));
     }),
   };
 }

@@ -5,8 +5,9 @@ import {
   builtin,
   controllerReference,
   isBeingDeleted,
+  readyStatus,
   removeFinalizer,
-  setCondition,
+  writeStatus,
   type Cache,
   type ConditionUpdate,
   type EventRecorder,
@@ -17,7 +18,6 @@ import {
   type Request,
   type Result,
 } from "@stateward/core";
-import { isDeepStrictEqual } from "node:util";
 import { WidgetKind, type Widget } from "./api.ts";
 
 export const FINALIZER = "sample.stateward.io/cleanup";
@@ -66,24 +66,19 @@ export class WidgetReconciler implements Reconciler {
       const live = this.cache.get<KubeObject>(builtin.configMap, req.namespace, name);
       if (await applyIfChanged(this.client, builtin.configMap, desired, live)) ctx.log.info("configmap applied", { configMap: name });
       widget = await this.writeStatus(widget, { configMap: name }, {
-        type: "Ready", status: "True", reason: "Reconciled", message: `ConfigMap ${name} is up to date`,
+        status: "True", reason: "Reconciled", message: `ConfigMap ${name} is up to date`,
       });
       return undefined;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      await this.writeStatus(widget, {}, { type: "Ready", status: "False", reason: "ReconcileFailed", message });
+      await this.writeStatus(widget, {}, { status: "False", reason: "ReconcileFailed", message });
       await this.events.record(widget, "Warning", "ReconcileFailed", message);
       throw err;
     }
   }
 
   /** Writes status only when it changed (the steady-state rule). */
-  private async writeStatus(widget: Widget, fields: { configMap?: string }, ready: Omit<ConditionUpdate, "observedGeneration">): Promise<Widget> {
-    const generation = widget.metadata.generation;
-    const conditions = setCondition(widget.status?.conditions, { ...ready, observedGeneration: generation });
-    const next = { ...widget.status, ...fields, observedGeneration: generation, conditions };
-    // Key order differs between what we build and what the server returns; compare semantically.
-    if (isDeepStrictEqual(next, { ...widget.status })) return widget;
-    return this.client.updateStatus<Widget>(WidgetKind.resource, { ...structuredClone(widget), status: next });
+  private async writeStatus(widget: Widget, fields: { configMap?: string }, ready: Omit<ConditionUpdate, "type" | "observedGeneration">): Promise<Widget> {
+    return writeStatus(this.client, WidgetKind.resource, widget, readyStatus(fields, ready));
   }
 }

@@ -23,3 +23,4 @@ export {
 } from "./object.ts";
 export { builtin, resourcePath, resourceType, type ResourceType } from "./resource.ts";
 export { NameConflictError, applyIfChanged, checkControlled, controllerReference, isControlledBy, isSubset } from "./owned.ts";
+export { kubeMicroTime, kubeTime } from "./time.ts";

@@ -1,6 +1,7 @@
 // Standard Kubernetes conditions (metav1.Condition), as operators write them
 // into status: transition time changes only when the status does, and each
 // condition records the generation it was computed for.
+import { kubeTime } from "../client/index.ts";
 
 export type ConditionStatus = "True" | "False" | "Unknown";
 
@@ -32,7 +33,7 @@ export function setCondition(conditions: readonly Condition[] | undefined, updat
     reason: update.reason,
     message: update.message,
     lastTransitionTime:
-      existing && existing.status === update.status ? existing.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+      existing && existing.status === update.status ? existing.lastTransitionTime : kubeTime(now),
     ...(update.observedGeneration !== undefined ? { observedGeneration: update.observedGeneration } : {}),
   };
   if (i >= 0) list[i] = next;

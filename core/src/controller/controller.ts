@@ -9,7 +9,7 @@ import type { Logger } from "../log/index.ts";
 import type { Metrics } from "../metrics/index.ts";
 import { ExponentialFailureRateLimiter, WorkQueue } from "../queue/index.ts";
 import type { Predicate } from "./predicates.ts";
-import { TerminalError, requestKey, type Reconciler, type Request } from "./reconciler.ts";
+import { isTerminal, requestKey, type Reconciler, type Request } from "./reconciler.ts";
 
 export interface ControllerOptions {
   /** Workers reconciling different objects at once. Defaults to 1, as controller-runtime. */
@@ -121,7 +121,7 @@ export class Controller {
         const seconds = (performance.now() - started) / 1000;
         m.reconciled("error", seconds);
         m.error();
-        if (err instanceof TerminalError) {
+        if (isTerminal(err)) {
           m.terminalError();
           this.queue.forget(key);
           log.error("reconcile failed; not retrying until the object changes", { err });

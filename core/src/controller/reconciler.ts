@@ -27,14 +27,49 @@ export interface Reconciler {
   reconcile(request: Request, ctx: ReconcileContext): Promise<Result | undefined | void>;
 }
 
+export interface ReconcileErrorOptions {
+  /** Retrying cannot help until the object changes: the controller does not requeue. Defaults to false. */
+  terminal?: boolean;
+  /** The error this one explains (ES2022 `cause`), kept for the logs; never shown in a condition or an Event. */
+  cause?: unknown;
+}
+
+/**
+ * Why a reconcile failed, in the words a condition and an Event carry: a
+ * CamelCase `reason`, a `message` a user can act on (never a secret), and
+ * whether retrying can help. The controller understands it: a `terminal` one
+ * is logged and counted and not requeued (the next change to the object
+ * triggers a reconcile as usual); any other is retried with backoff, as is
+ * any other error. Operators extend it with their own reason vocabularies.
+ */
+export class ReconcileError extends Error {
+  override name = "ReconcileError";
+  readonly reason: string;
+  readonly terminal: boolean;
+
+  constructor(reason: string, message: string, options: ReconcileErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = reason;
+    this.terminal = options.terminal ?? false;
+  }
+}
+
 /**
  * An error that retrying cannot fix until the object changes (invalid spec,
- * a reference to something that must be created by the user). The controller
- * logs it, counts it and does not requeue; the next change to the object
- * triggers a reconcile as usual.
+ * a reference to something that must be created by the user): a terminal
+ * ReconcileError whose reason does not matter to the caller.
  */
-export class TerminalError extends Error {
+export class TerminalError extends ReconcileError {
   override name = "TerminalError";
+
+  constructor(message: string, options: { reason?: string; cause?: unknown } = {}) {
+    super(options.reason ?? "TerminalError", message, { terminal: true, cause: options.cause });
+  }
+}
+
+/** Whether the controller must not retry `err` until the object changes. */
+export function isTerminal(err: unknown): boolean {
+  return err instanceof ReconcileError && err.terminal;
 }
 
 export function requestKey(req: Request): string {

@@ -5,7 +5,7 @@
 // object stuck in a retry loop cannot flood the API server with events.
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { builtin, type KubeClient, type KubeObject } from "../client/index.ts";
+import { builtin, kubeMicroTime, type KubeClient, type KubeObject } from "../client/index.ts";
 
 export type EventType = "Normal" | "Warning";
 
@@ -28,11 +28,6 @@ interface Seen {
   count: number;
   firstMs: number;
   lastWriteMs: number;
-}
-
-/** Kubernetes MicroTime wants six fractional digits. */
-function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
 const MAX_NOTE = 1024;
@@ -79,14 +74,14 @@ export class EventRecorder {
       if (now - seen.lastWriteMs < this.opts.repeatIntervalMs) return;
       seen.lastWriteMs = now;
       await this.client.patch(builtin.event, seen.namespace, seen.name, {
-        series: { count: seen.count, lastObservedTime: microTime(now) },
+        series: { count: seen.count, lastObservedTime: kubeMicroTime(now) },
       });
       return;
     }
     const created = await this.client.create(builtin.event, {
       // client-go's naming: "<object>.<unique hex>" (a generateName ending in "." is not a valid name prefix).
       metadata: { name: `${regarding.metadata.name ?? "object"}.${now.toString(16)}${randomBytes(2).toString("hex")}`, namespace },
-      eventTime: microTime(now),
+      eventTime: kubeMicroTime(now),
       reportingController: this.opts.reportingController,
       reportingInstance: this.opts.reportingInstance,
       action,

@@ -15,7 +15,7 @@
 // again: the process is meant to exit and start afresh (controller-runtime's
 // "leader election lost").
 import { setTimeout as sleep } from "node:timers/promises";
-import { builtin, isAlreadyExists, isConflict, isNotFound, type KubeClient, type KubeObject } from "../client/index.ts";
+import { builtin, isAlreadyExists, isConflict, isNotFound, kubeMicroTime, type KubeClient, type KubeObject } from "../client/index.ts";
 
 /** Time as the elector sees it; a test passes a fake one to drive deadlines without waiting. */
 export interface ElectionClock {
@@ -72,8 +72,6 @@ interface Lease extends KubeObject {
     leaseTransitions?: number;
   };
 }
-
-const microTime = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 
 export class LeaderElector {
   private readonly client: KubeClient;
@@ -185,8 +183,8 @@ export class LeaderElector {
     return {
       holderIdentity: this.opts.identity,
       leaseDurationSeconds: Math.ceil(this.opts.leaseDurationMs / 1000),
-      acquireTime: acquireTime ?? microTime(now),
-      renewTime: microTime(now),
+      acquireTime: acquireTime ?? kubeMicroTime(now),
+      renewTime: kubeMicroTime(now),
       leaseTransitions: transitions,
     };
   }
@@ -240,7 +238,7 @@ export class LeaderElector {
     await this.client.update<Lease>(builtin.lease, {
       ...lease,
       // client-go's ReleaseOnCancel: an empty holder and a 1 s duration let the next candidate in immediately.
-      spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(now) },
+      spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: kubeMicroTime(now) },
     }, { signal });
   }
 }

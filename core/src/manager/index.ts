@@ -3,4 +3,4 @@ export { FatalErrorStop, fatalExitCode, installCrashPolicy, type CrashPolicyOpti
 export { ensureCrds, type CrdPolicy } from "./crds.ts";
 export { Manager, TARGET_LABEL, type LeaderElectionConfig, type ManagerOptions, type RequestCounts } from "./manager.ts";
 export { resourceOf, uniqueKinds, type ControllerSetup, type CustomKind, type OperatorModule } from "./module.ts";
-export { Tokens, systemClock, type Clock, type ManagerSettings, type SecretAccess } from "./tokens.ts";
+export { Tokens, bindResolved, resolve, systemClock, token, type Clock, type ManagerSettings, type Resolved, type SecretAccess, type Token } from "./tokens.ts";

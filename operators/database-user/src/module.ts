@@ -8,24 +8,17 @@ import {
   generationChanged,
   labelsOrAnnotationsChanged,
   or,
-  type Cache,
-  type Clock,
-  type ControllerSetup,
-  type EventRecorder,
+  bindResolved,
   type InformerEvent,
-  type KubeClient,
-  type ManagerSettings,
   type OperatorModule,
 } from "@stateward/core";
 import {
   MySQLInstanceKind,
-  MySQLTokens,
   bindInstanceController,
   bindMySQLServices,
   instanceControllerCache,
+  mysqlControllerDeps,
   type ConnectorOptions,
-  type MySQLConnector,
-  type SecretReader,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
@@ -73,52 +66,34 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
       const { bind } = container;
 
       bindInstanceController(container, { checkIntervalMs: options.instanceCheckIntervalMs });
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (
-          client: KubeClient,
-          cache: Cache,
-          events: (name: string) => EventRecorder,
-          connector: MySQLConnector,
-          secrets: SecretReader,
-          settings: ManagerSettings,
-          clock: Clock,
-        ) => ({
-          setup: (builder) => {
-            const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
-              cache.byIndex<DatabaseUser>(DBU, index, objectIndexKey(obj)).map(toRequest);
-            const reconciler = new DatabaseUserReconciler(
-              { client, cache, events: events("databaseuser"), connector, secrets, clock, settings },
-              { driftCheckIntervalMs: options.driftCheckIntervalMs },
-            );
-            // When the DatabaseUser that owns an account goes away, another one naming the account takes over.
-            const otherClaimants = (user: DatabaseUser) =>
-              cache
-                .byIndex<DatabaseUser>(DBU, USER_BY_ACCOUNT, userAccount(user)[0] ?? "")
-                .filter((u) => u.metadata.uid !== user.metadata.uid)
-                .map(toRequest);
-            const leaving = (e: InformerEvent<DatabaseUser>) =>
-              e.type === "delete" || (e.type === "update" && e.obj.metadata.deletionTimestamp !== undefined && e.old.metadata.deletionTimestamp === undefined);
-            builder
-              .named("databaseuser")
-              // Spec, deletion, labels and annotations; not our own status writes.
-              .for(DBU, [or(generationChanged, labelsOrAnnotationsChanged)])
-              .watches(DBU, otherClaimants, [leaving])
-              .watches(MYI, byIndex(USER_BY_INSTANCE))
-              .watches(builtin.secret, byIndex(USER_BY_SECRET))
-              .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 4 })
-              .complete(reconciler);
-          },
-        }),
-        [
-          Tokens.KubeClient,
-          Tokens.Cache,
-          Tokens.EventRecorderFactory,
-          MySQLTokens.Connector,
-          MySQLTokens.SecretReader,
-          Tokens.ManagerSettings,
-          Tokens.Clock,
-        ],
-      );
+      const deps = { ...mysqlControllerDeps, settings: Tokens.ManagerSettings, clock: Tokens.Clock };
+      bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, settings, clock }) => ({
+        setup: (builder) => {
+          const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
+            cache.byIndex<DatabaseUser>(DBU, index, objectIndexKey(obj)).map(toRequest);
+          const reconciler = new DatabaseUserReconciler(
+            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings },
+            { driftCheckIntervalMs: options.driftCheckIntervalMs },
+          );
+          // When the DatabaseUser that owns an account goes away, another one naming the account takes over.
+          const otherClaimants = (user: DatabaseUser) =>
+            cache
+              .byIndex<DatabaseUser>(DBU, USER_BY_ACCOUNT, userAccount(user)[0] ?? "")
+              .filter((u) => u.metadata.uid !== user.metadata.uid)
+              .map(toRequest);
+          const leaving = (e: InformerEvent<DatabaseUser>) =>
+            e.type === "delete" || (e.type === "update" && e.obj.metadata.deletionTimestamp !== undefined && e.old.metadata.deletionTimestamp === undefined);
+          builder
+            .named("databaseuser")
+            // Spec, deletion, labels and annotations; not our own status writes.
+            .for(DBU, [or(generationChanged, labelsOrAnnotationsChanged)])
+            .watches(DBU, otherClaimants, [leaving])
+            .watches(MYI, byIndex(USER_BY_INSTANCE))
+            .watches(builtin.secret, byIndex(USER_BY_SECRET))
+            .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 4 })
+            .complete(reconciler);
+        },
+      }));
     }),
   };
 }

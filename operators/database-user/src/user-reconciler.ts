@@ -6,7 +6,6 @@
 // applied, the reconcile returns at once and only a periodic drift check
 // (reads: the account's row and SHOW GRANTS) goes to the server.
 import {
-  TerminalError,
   addFinalizer,
   findCondition,
   hasFinalizer,
@@ -53,7 +52,7 @@ import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
 import { actualGrants, changeStatements, describeChange, desiredGrants, diffGrants, isEmptyDiff } from "./grants.ts";
 import { USER_BY_ACCOUNT, mysqlUserName, userAccount } from "./indexes.ts";
 import { nativePasswordHash, passwordFingerprint } from "./password.ts";
-import { writeStatus } from "@stateward/core";
+import { readyStatus, writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
 import { adminPrivileges, isClusterInstance, knownOrigin, protectedAccount, type AccountOrigin } from "./ownership.ts";
 
@@ -112,9 +111,10 @@ export class DatabaseUserReconciler implements Reconciler {
     } catch (err) {
       if (isConflict(err)) throw err; // the object changed under us: retry with the new version
       const failure = toFailure(err, user.spec.instanceRef.name);
-      await writeStatus(this.d.client, DBU, current.user, {}, { status: "False", reason: failure.reason, message: failure.message });
+      await writeStatus(this.d.client, DBU, current.user, readyStatus({}, { status: "False", reason: failure.reason, message: failure.message }));
       await this.d.events.record(current.user, "Warning", failure.reason, failure.message);
-      throw failure.terminal ? new TerminalError(failure.message) : failure;
+      // A terminal failure (an invalid spec, a protected account) waits for the next change of the DatabaseUser.
+      throw failure;
     }
   }
 
@@ -253,7 +253,7 @@ export class DatabaseUserReconciler implements Reconciler {
       this.d.client,
       DBU,
       current.user,
-      {
+      readyStatus({
         user: account.user,
         host: account.host,
         passwordSecretVersion: secretVersion,
@@ -266,7 +266,7 @@ export class DatabaseUserReconciler implements Reconciler {
         status: "True",
         reason: "AccountReady",
         message: `Account ${describeAccount(account)} on MySQLInstance ${instance.metadata.name ?? ""} (${conn.server.flavor} ${conn.server.version}) has ${grantCount} grant${grantCount === 1 ? "" : "s"}`,
-      },
+      }),
     );
     if (changed.length > 0) await this.d.events.record(updated, "Normal", "AccountUpdated", capitalize(`${changed.join("; ")}`));
     this.verifiedAt.set(uid, this.d.clock.now().getTime());
@@ -294,7 +294,7 @@ export class DatabaseUserReconciler implements Reconciler {
 
   /** Writes the account's origin at once, before the reconcile goes on (see the caller). */
   private async recordOrigin(current: { user: DatabaseUser }, origin: AccountOrigin, message: string): Promise<AccountOrigin> {
-    current.user = await writeStatus(this.d.client, DBU, current.user, { accountOrigin: origin }, { status: "False", reason: "Converging", message });
+    current.user = await writeStatus(this.d.client, DBU, current.user, readyStatus({ accountOrigin: origin }, { status: "False", reason: "Converging", message }));
     return origin;
   }
 
@@ -367,7 +367,7 @@ export class DatabaseUserReconciler implements Reconciler {
       if (isConflict(err)) throw err;
       const failure = toFailure(err, instanceName);
       const message = `cannot drop account ${describeAccount(account)} yet, retrying (set deletionPolicy: Retain to delete without dropping it): ${failure.message}`;
-      await writeStatus(this.d.client, DBU, user, {}, { status: "False", reason: failure.reason, message });
+      await writeStatus(this.d.client, DBU, user, readyStatus({}, { status: "False", reason: failure.reason, message }));
       await this.d.events.record(user, "Warning", failure.reason, message);
       // Never terminal: the finalizer stays until the account is gone or the user says Retain.
       throw new Failure(failure.reason, message);

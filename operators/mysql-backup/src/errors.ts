@@ -3,7 +3,10 @@
 // Kubernetes side can put into a condition as is, and a message written for
 // the user; neither ever contains a password or key. It lives at the package
 // root, not in engine/, so that storage/ never imports engine/ (checked by
-// the lint, eslint.config.js).
+// the lint, eslint.config.js). It is a ReconcileError of core, never terminal
+// for the controller: `retryable` is about running the operation again, not
+// about reconciling the object again.
+import { ReconcileError } from "@stateward/core";
 
 /** Why a backup, restore or storage operation failed. */
 export type BackupFailureReason =
@@ -58,14 +61,13 @@ export interface BackupErrorOptions {
 }
 
 /** The one error type the engine, the restore and the storage layer throw. */
-export class BackupError extends Error {
+export class BackupError extends ReconcileError {
   override name = "BackupError";
-  readonly reason: BackupFailureReason;
+  declare readonly reason: BackupFailureReason;
   readonly retryable: boolean;
 
   constructor(reason: BackupFailureReason, message: string, options: BackupErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.reason = reason;
+    super(reason, message, { cause: options.cause });
     this.retryable = options.retryable ?? false;
   }
 }

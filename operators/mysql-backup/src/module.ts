@@ -4,24 +4,16 @@
 import {
   Tokens,
   cacheKind,
-  type BackgroundTasks,
-  type Cache,
-  type Clock,
-  type ControllerSetup,
-  type EventRecorder,
-  type KubeClient,
-  type Leadership,
-  type ManagerSettings,
+  bindResolved,
+  token,
   type OperatorModule,
 } from "@stateward/core";
 import {
   MySQLInstanceKind,
-  MySQLTokens,
   bindInstanceController,
   bindMySQLServices,
   instanceControllerCache,
-  type MySQLConnector,
-  type SecretReader,
+  mysqlControllerDeps,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
 import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "./api.ts";
@@ -36,7 +28,7 @@ export interface MySQLBackupOperatorOptions {
   maxConcurrentOperations?: number;
 }
 
-const SlotsToken = Symbol.for("stateward.mysql-backup.OperationSlots");
+const SlotsToken = token<OperationSlots>("stateward.mysql-backup.OperationSlots");
 
 export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = {}): OperatorModule {
   return {
@@ -51,50 +43,39 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
       bindInstanceController(container);
       const { bind } = container;
       bind<OperationSlots>(SlotsToken).toConstantValue(new OperationSlots(options.maxConcurrentOperations ?? 2));
-      const deps: [symbol, symbol, symbol, symbol, symbol, symbol, symbol, symbol, symbol] = [
-        Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, Tokens.BackgroundTasks, SlotsToken,
-        MySQLTokens.Connector, MySQLTokens.SecretReader, Tokens.Identity, Tokens.ManagerSettings,
-      ];
-      type Factory = (
-        client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, tasks: BackgroundTasks, slots: OperationSlots,
-        connector: MySQLConnector, secrets: SecretReader, identity: string, settings: ManagerSettings,
-      ) => ControllerSetup;
-      // Backups and restores also take the manager's Leadership: both remove what an interrupted run wrote.
-      const backup = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity]: Parameters<Factory>): ControllerSetup => ({
+      // What backups and restores take; both also take the manager's Leadership: both remove what an interrupted run wrote.
+      const operationDeps = { ...mysqlControllerDeps, tasks: Tokens.BackgroundTasks, slots: SlotsToken, identity: Tokens.Identity, leadership: Tokens.Leadership };
+      bindResolved(bind, Tokens.ControllerSetup, operationDeps, ({ events, ...deps }) => ({
         setup: (builder) => {
           builder
             .named("mysqlbackup")
             .for(MySQLBackupKind.resource)
             .withOptions({ maxConcurrentReconciles: 2 })
-            .complete(new BackupReconciler({ client, cache, events: events("mysqlbackup"), tasks, slots, connector, secrets, identity, leadership }));
+            .complete(new BackupReconciler({ ...deps, events: events("mysqlbackup") }));
         },
-      });
-      const restore = (leadership: Leadership, ...[client, cache, events, tasks, slots, connector, secrets, identity]: Parameters<Factory>): ControllerSetup => ({
+      }));
+      bindResolved(bind, Tokens.ControllerSetup, operationDeps, ({ events, ...deps }) => ({
         setup: (builder) => {
           builder
             .named("mysqlrestore")
             .for(MySQLRestoreKind.resource)
             // A restore waiting for its backup starts when the backup completes: woken by it, not polled.
-            .watches<MySQLBackup>(MySQLBackupKind.resource, (backup) => restoresWaitingFor(cache, backup))
-            .complete(new RestoreReconciler({ client, cache, events: events("mysqlrestore"), tasks, slots, connector, secrets, identity, leadership }));
+            .watches<MySQLBackup>(MySQLBackupKind.resource, (backup) => restoresWaitingFor(deps.cache, backup))
+            .complete(new RestoreReconciler({ ...deps, events: events("mysqlrestore") }));
           // After complete(): the kind is registered with the target selector by then.
-          cache.addIndexer<MySQLRestore>(MySQLRestoreKind.resource, RESTORE_BY_BACKUP, restoreBackupRef);
+          deps.cache.addIndexer<MySQLRestore>(MySQLRestoreKind.resource, RESTORE_BY_BACKUP, restoreBackupRef);
         },
-      });
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(backup, [Tokens.Leadership, ...deps]);
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(restore, [Tokens.Leadership, ...deps]);
-      bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, clock: Clock) => ({
-          setup: (builder) => {
-            builder
-              .named("mysqlbackupschedule")
-              .for(MySQLBackupScheduleKind.resource)
-              .owns(MySQLBackupKind.resource)
-              .complete(new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock }));
-          },
-        }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, Tokens.Clock],
-      );
+      }));
+      const scheduleDeps = { client: Tokens.KubeClient, cache: Tokens.Cache, events: Tokens.EventRecorderFactory, clock: Tokens.Clock };
+      bindResolved(bind, Tokens.ControllerSetup, scheduleDeps, ({ client, cache, events, clock }) => ({
+        setup: (builder) => {
+          builder
+            .named("mysqlbackupschedule")
+            .for(MySQLBackupScheduleKind.resource)
+            .owns(MySQLBackupKind.resource)
+            .complete(new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock }));
+        },
+      }));
     }),
   };
 }

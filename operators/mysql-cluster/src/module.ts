@@ -5,14 +5,8 @@ import {
   Tokens,
   builtin,
   cacheKind,
-  type BackgroundTasks,
-  type Cache,
-  type Clock,
-  type ControllerSetup,
-  type EventRecorder,
-  type KubeClient,
+  bindResolved,
   type KubeObject,
-  type ManagerSettings,
   type OperatorModule,
   type Request,
 } from "@stateward/core";
@@ -22,8 +16,7 @@ import {
   bindInstanceController,
   bindMySQLServices,
   instanceControllerCache,
-  type MySQLConnector,
-  type SecretReader,
+  mysqlControllerDeps,
   type ServerAddressResolver,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
@@ -64,42 +57,40 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       }
       bindMySQLServices(container);
       bindInstanceController(container);
-      container.bind<ControllerSetup>(Tokens.ControllerSetup).toResolvedValue(
-        (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector, secrets: SecretReader, addresses: ServerAddressResolver, settings: ManagerSettings, tasks: BackgroundTasks, clock: Clock) => ({
-          setup: (builder) => {
-            // Pods belong to the StatefulSet, not to the cluster: mapped by label.
-            const podToCluster = (pod: KubeObject): Request[] => {
-              const labels = pod.metadata.labels ?? {};
-              const cluster = labels["app.kubernetes.io/instance"];
-              if (cluster === undefined || labels["app.kubernetes.io/name"] !== selectorLabels(cluster)["app.kubernetes.io/name"]) return [];
-              return [{ namespace: pod.metadata.namespace, name: cluster }];
-            };
-            // A Secret a cluster uses (its root Secret, generated or not, and the replication Secret).
-            const secretToClusters = (secret: KubeObject): Request[] =>
-              cache
-                .list<MySQLCluster>(CLUSTER, { namespace: secret.metadata.namespace })
-                .filter((c) => {
-                  const names = clusterNames(c.metadata.name ?? "");
-                  return [rootSecretRef(c).name, names.replicationSecret].includes(secret.metadata.name ?? "");
-                })
-                .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name ?? "" }));
-            builder
-              .named("mysqlcluster")
-              .for(CLUSTER)
-              .owns(builtin.statefulSet)
-              .owns(builtin.service)
-              .owns(builtin.configMap)
-              .owns(builtin.podDisruptionBudget)
-              .owns(MySQLInstanceKind.resource)
-              .watches(builtin.pod, podToCluster)
-              .watches(builtin.secret, secretToClusters)
-              // Seeds run in the background; a reconcile still talks to every server of its cluster.
-              .withOptions({ maxConcurrentReconciles: 4 })
-              .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, clock, targetLabel: settings.targetLabel }));
-          },
-        }),
-        [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector, MySQLTokens.SecretReader, MySQLTokens.ServerAddresses, Tokens.ManagerSettings, Tokens.BackgroundTasks, Tokens.Clock],
-      );
+      const deps = { ...mysqlControllerDeps, addresses: MySQLTokens.ServerAddresses, settings: Tokens.ManagerSettings, tasks: Tokens.BackgroundTasks, clock: Tokens.Clock };
+      bindResolved(container.bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, addresses, settings, tasks, clock }) => ({
+        setup: (builder) => {
+          // Pods belong to the StatefulSet, not to the cluster: mapped by label.
+          const podToCluster = (pod: KubeObject): Request[] => {
+            const labels = pod.metadata.labels ?? {};
+            const cluster = labels["app.kubernetes.io/instance"];
+            if (cluster === undefined || labels["app.kubernetes.io/name"] !== selectorLabels(cluster)["app.kubernetes.io/name"]) return [];
+            return [{ namespace: pod.metadata.namespace, name: cluster }];
+          };
+          // A Secret a cluster uses (its root Secret, generated or not, and the replication Secret).
+          const secretToClusters = (secret: KubeObject): Request[] =>
+            cache
+              .list<MySQLCluster>(CLUSTER, { namespace: secret.metadata.namespace })
+              .filter((c) => {
+                const names = clusterNames(c.metadata.name ?? "");
+                return [rootSecretRef(c).name, names.replicationSecret].includes(secret.metadata.name ?? "");
+              })
+              .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name ?? "" }));
+          builder
+            .named("mysqlcluster")
+            .for(CLUSTER)
+            .owns(builtin.statefulSet)
+            .owns(builtin.service)
+            .owns(builtin.configMap)
+            .owns(builtin.podDisruptionBudget)
+            .owns(MySQLInstanceKind.resource)
+            .watches(builtin.pod, podToCluster)
+            .watches(builtin.secret, secretToClusters)
+            // Seeds run in the background; a reconcile still talks to every server of its cluster.
+            .withOptions({ maxConcurrentReconciles: 4 })
+            .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, clock, targetLabel: settings.targetLabel }));
+        },
+      }));
     }),
   };
 }

@@ -1,20 +1,18 @@
 // Why a reconcile failed, in the words a condition and an event carry: a
 // CamelCase reason, a message naming the cause (the Secret, the key, the
-// instance — never a value), and whether retrying can help.
+// instance — never a value), and whether retrying can help: core's
+// ReconcileError, with the reasons the MySQL operators give.
+import { ReconcileError } from "@stateward/core";
 import { MySQLError } from "./errors.ts";
 import { InvalidIdentifierError } from "./identifiers.ts";
 import { MissingSecretError } from "./secrets.ts";
 
-export class Failure extends Error {
+export class Failure extends ReconcileError {
   override name = "Failure";
-  readonly reason: string;
-  /** Retrying cannot help until the object changes. */
-  readonly terminal: boolean;
 
+  /** `terminal`: retrying cannot help until the object changes. */
   constructor(reason: string, message: string, terminal = false) {
-    super(message);
-    this.reason = reason;
-    this.terminal = terminal;
+    super(reason, message, { terminal });
   }
 }
 

@@ -36,6 +36,6 @@ export { MySQLInstanceReconciler, jitter, type MySQLInstanceReconcilerOptions } 
 export { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
 export { SnapshotLockTimeoutError, readGtidPosition, takeConsistentSnapshot, type Snapshot, type SnapshotOptions, type SnapshotSession } from "./snapshot.ts";
 export { SYSTEM_DATABASES, notSystemDatabase } from "./system-databases.ts";
-export { MySQLTokens, bindMySQLServices } from "./services.ts";
+export { MySQLTokens, bindMySQLServices, mysqlControllerDeps } from "./services.ts";
 export { viewPlaceholder } from "./schema-objects.ts";
 export { dumpedColumns, insertPrefix, rowExpression, valueEncoding, valueExpression, type ColumnInfo, type ValueEncoding } from "./row-format.ts";

@@ -3,9 +3,8 @@
 // mysql-cluster, any mix), a MySQLInstance's status follows its server. The
 // manager's container holds one controller of a name, so the first module to
 // load binds it and the others find it bound — as with the shared services.
-import { Tokens, builtin, cacheKind, generationChanged, type Cache, type CacheDeclaration, type ControllerSetup, type EventRecorder, type KubeClient, type KubeObject } from "@stateward/core";
+import { Tokens, builtin, cacheKind, generationChanged, bindResolved, type CacheDeclaration, type ControllerSetup, type KubeObject } from "@stateward/core";
 import type { ContainerModuleLoadOptions } from "inversify";
-import type { MySQLConnector } from "./connector.ts";
 import { MySQLInstanceKind, type MySQLInstance } from "./instance-api.ts";
 import { MySQLInstanceReconciler } from "./instance-reconciler.ts";
 import { MySQLTokens } from "./services.ts";
@@ -47,27 +46,25 @@ export const instanceControllerCache: CacheDeclaration[] = [
 export function bindInstanceController(container: Pick<ContainerModuleLoadOptions, "bind" | "isBound">, options: InstanceControllerOptions = {}): void {
   const { bind, isBound } = container;
   if (isBound(MySQLTokens.InstanceController)) return;
-  bind<ControllerSetup>(MySQLTokens.InstanceController).toResolvedValue(
-    (client: KubeClient, cache: Cache, events: (name: string) => EventRecorder, connector: MySQLConnector) => ({
-      setup: (builder) => {
-        const bySecret = (secret: KubeObject) =>
-          cache
-            .byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, `${secret.metadata.namespace ?? ""}/${secret.metadata.name ?? ""}`)
-            .map((i) => ({ namespace: i.metadata.namespace, name: i.metadata.name ?? "" }));
-        builder
-          .named("mysqlinstance")
-          .for(MYI, [generationChanged])
-          // Cached as instanceControllerCache declares (metadata only).
-          .watches(builtin.secret, bySecret)
-          // A server that does not answer is tried again at least as often as a healthy one is
-          // checked: its status follows the server (a cluster's primary coming up, a restart),
-          // not a backoff grown to many minutes.
-          .withOptions({ maxRetryDelayMs: options.checkIntervalMs ?? 60_000 })
-          .complete(new MySQLInstanceReconciler(client, cache, events("mysqlinstance"), connector, { checkIntervalMs: options.checkIntervalMs }));
-      },
-    }),
-    [Tokens.KubeClient, Tokens.Cache, Tokens.EventRecorderFactory, MySQLTokens.Connector],
-  );
+  const deps = { client: Tokens.KubeClient, cache: Tokens.Cache, events: Tokens.EventRecorderFactory, connector: MySQLTokens.Connector };
+  bindResolved(bind, MySQLTokens.InstanceController, deps, ({ client, cache, events, connector }) => ({
+    setup: (builder) => {
+      const bySecret = (secret: KubeObject) =>
+        cache
+          .byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, `${secret.metadata.namespace ?? ""}/${secret.metadata.name ?? ""}`)
+          .map((i) => ({ namespace: i.metadata.namespace, name: i.metadata.name ?? "" }));
+      builder
+        .named("mysqlinstance")
+        .for(MYI, [generationChanged])
+        // Cached as instanceControllerCache declares (metadata only).
+        .watches(builtin.secret, bySecret)
+        // A server that does not answer is tried again at least as often as a healthy one is
+        // checked: its status follows the server (a cluster's primary coming up, a restart),
+        // not a backoff grown to many minutes.
+        .withOptions({ maxRetryDelayMs: options.checkIntervalMs ?? 60_000 })
+        .complete(new MySQLInstanceReconciler(client, cache, events("mysqlinstance"), connector, { checkIntervalMs: options.checkIntervalMs }));
+    },
+  }));
   // The manager runs every ControllerSetup: this one under that token, bound once.
   bind<ControllerSetup>(Tokens.ControllerSetup).toService(MySQLTokens.InstanceController);
 }

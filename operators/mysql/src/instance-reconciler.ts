@@ -2,7 +2,7 @@
 // Ready, flavor, version — or why nothing did. Re-checked periodically, so
 // the status follows the server; written only when it changes.
 import type { Cache, EventRecorder, KubeClient, ReconcileContext, Reconciler, Request, Result } from "@stateward/core";
-import { writeStatus } from "@stateward/core";
+import { ReconcileError, readyStatus, writeStatus } from "@stateward/core";
 import type { MySQLConnector } from "./connector.ts";
 import { toFailure } from "./failures.ts";
 import { MySQLInstanceKind, type MySQLInstance } from "./instance-api.ts";
@@ -43,18 +43,19 @@ export class MySQLInstanceReconciler implements Reconciler {
     try {
       const conn = await this.connector.connect(instance);
       const server = await conn.ping();
-      const updated = await writeStatus(this.client, MYI, instance, { serverVersion: server.version, flavor: server.flavor }, {
+      const updated = await writeStatus(this.client, MYI, instance, readyStatus({ serverVersion: server.version, flavor: server.flavor }, {
         status: "True",
         reason: "Connected",
         message: `Connected as ${conn.username} to ${server.flavor} ${server.versionString}${conn.tls ? " over TLS" : " without TLS"}`,
-      });
+      }));
       if (updated !== instance) ctx.log.info("instance ready", { flavor: server.flavor, version: server.version, tls: conn.tls });
       return { requeueAfter: jitter(this.checkIntervalMs) };
     } catch (err) {
       const failure = toFailure(err, req.name, "");
-      await writeStatus(this.client, MYI, instance, {}, { status: "False", reason: failure.reason, message: failure.message });
+      await writeStatus(this.client, MYI, instance, readyStatus({}, { status: "False", reason: failure.reason, message: failure.message }));
       await this.events.record(instance, "Warning", failure.reason, failure.message);
-      throw failure;
+      // Retried whatever the failure, even one a DatabaseUser would wait on: an instance's status follows its server.
+      throw failure.terminal ? new ReconcileError(failure.reason, failure.message, { cause: failure }) : failure;
     }
   }
 }

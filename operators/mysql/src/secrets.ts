@@ -3,7 +3,7 @@
 // keeps every Secret's data out of the process); `SecretReader` then fetches
 // the one Secret it needs from the API server. With today's cache, which
 // holds whole objects, it reads the data straight from the cache.
-import { builtin, isNotFound, type Cache, type KubeClient, type KubeObject } from "@stateward/core";
+import { ReconcileError, builtin, isNotFound, type Cache, type KubeClient, type KubeObject } from "@stateward/core";
 
 export interface Secret extends KubeObject {
   type?: string;
@@ -11,12 +11,12 @@ export interface Secret extends KubeObject {
 }
 
 /** A referenced Secret or key that is not there; the message names both, never a value. */
-export class MissingSecretError extends Error {
+export class MissingSecretError extends ReconcileError {
   override name = "MissingSecretError";
-  readonly reason: "SecretNotFound" | "SecretKeyMissing";
+  declare readonly reason: "SecretNotFound" | "SecretKeyMissing";
+  /** Retried: the Secret may be created or completed any time. */
   constructor(reason: "SecretNotFound" | "SecretKeyMissing", message: string) {
-    super(message);
-    this.reason = reason;
+    super(reason, message);
   }
 }
 

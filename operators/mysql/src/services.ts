@@ -2,7 +2,7 @@
 // module calls `bindMySQLServices` from its ContainerModule; the first one
 // binds, the others find the services bound — so all operators of a process
 // share one connector, and thus one connection pool per instance.
-import { Tokens, type Cache, type KubeClient, type Logger } from "@stateward/core";
+import { Tokens, bindResolved, token, type ControllerSetup } from "@stateward/core";
 import type { ContainerModuleLoadOptions } from "inversify";
 import { directAddresses, type ServerAddressResolver } from "./addresses.ts";
 import { MySQLConnector, type ConnectorOptions } from "./connector.ts";
@@ -10,14 +10,27 @@ import { SecretReader } from "./secrets.ts";
 
 export const MySQLTokens = {
   /** MySQLConnector: the per-instance connection pools. */
-  Connector: Symbol.for("stateward.mysql.MySQLConnector"),
+  Connector: token<MySQLConnector>("stateward.mysql.MySQLConnector"),
   /** SecretReader: referenced Secrets, from the cache or the API server. */
-  SecretReader: Symbol.for("stateward.mysql.SecretReader"),
+  SecretReader: token<SecretReader>("stateward.mysql.SecretReader"),
   /** ServerAddressResolver: where a host and port are reached (a test binds its own first). */
-  ServerAddresses: Symbol.for("stateward.mysql.ServerAddresses"),
+  ServerAddresses: token<ServerAddressResolver>("stateward.mysql.ServerAddresses"),
   /** ControllerSetup of the MySQLInstance controller, bound once however many MySQL operators load (instance-controller.ts). */
-  InstanceController: Symbol.for("stateward.mysql.InstanceController"),
+  InstanceController: token<ControllerSetup>("stateward.mysql.InstanceController"),
 } as const;
+
+/**
+ * What a MySQL operator's controller usually takes, by name (for core's
+ * `bindResolved`): the client, the cache, the event recorders, and the shared
+ * connector and Secret reader. A module adds what else it needs.
+ */
+export const mysqlControllerDeps = {
+  client: Tokens.KubeClient,
+  cache: Tokens.Cache,
+  events: Tokens.EventRecorderFactory,
+  connector: MySQLTokens.Connector,
+  secrets: MySQLTokens.SecretReader,
+};
 
 /**
  * Binds the connector and the Secret reader unless another module already
@@ -26,20 +39,18 @@ export const MySQLTokens = {
 export function bindMySQLServices(container: Pick<ContainerModuleLoadOptions, "bind" | "isBound">, options: ConnectorOptions = {}): void {
   const { bind, isBound } = container;
   if (!isBound(MySQLTokens.SecretReader)) {
-    bind<SecretReader>(MySQLTokens.SecretReader).toResolvedValue(
-      (client: KubeClient, cache: Cache) => new SecretReader(client, cache),
-      [Tokens.KubeClient, Tokens.Cache],
-    );
+    bindResolved(bind, MySQLTokens.SecretReader, { client: Tokens.KubeClient, cache: Tokens.Cache }, ({ client, cache }) => new SecretReader(client, cache));
   }
   if (!isBound(MySQLTokens.ServerAddresses)) {
     bind<ServerAddressResolver>(MySQLTokens.ServerAddresses).toConstantValue(directAddresses);
   }
   if (!isBound(MySQLTokens.Connector)) {
-    bind<MySQLConnector>(MySQLTokens.Connector)
-      .toResolvedValue(
-        (secrets: SecretReader, logger: Logger, addresses: ServerAddressResolver) => new MySQLConnector(secrets, logger, { ...options, addresses: options.addresses ?? addresses }),
-        [MySQLTokens.SecretReader, Tokens.Logger, MySQLTokens.ServerAddresses],
-      )
+    bindResolved(
+      bind,
+      MySQLTokens.Connector,
+      { secrets: MySQLTokens.SecretReader, logger: Tokens.Logger, addresses: MySQLTokens.ServerAddresses },
+      ({ secrets, logger, addresses }) => new MySQLConnector(secrets, logger, { ...options, addresses: options.addresses ?? addresses }),
+    )
       // Runs when the container unbinds the connector; see MySQLConnector.close.
       .onDeactivation((connector) => connector.close());
   }

@@ -20,6 +20,7 @@
 // interrupted run left, and what its finalizer guards.
 import {
   LeadershipLostError,
+  ReconcileError,
   addFinalizer,
   hasFinalizer,
   isBeingDeleted,
@@ -46,12 +47,8 @@ export type OperationObject = KubeObject & { spec: { instanceRef: { name: string
  * and the reconcile ends without an error. What ends the wait must wake the
  * controller (a watch), as nothing polls.
  */
-export class NotReady extends Error {
-  readonly reason: string;
-  constructor(reason: string, message: string) {
-    super(message);
-    this.reason = reason;
-  }
+export class NotReady extends ReconcileError {
+  override name = "NotReady";
 }
 
 /** A run about to start: what it needs was read (Secrets, its source), so a missing piece is reported before anything starts. */

@@ -1,6 +1,6 @@
 // What backups and restores share: their dependencies, timestamps, and the
 // Pending state they wait in (written only when its reason or message changes).
-import type { BackgroundTasks, Cache, EventRecorder, KubeClient, KubeObject, Leadership, ResourceType } from "@stateward/core";
+import { kubeTime, type BackgroundTasks, type Cache, type EventRecorder, type KubeClient, type KubeObject, type Leadership, type ResourceType } from "@stateward/core";
 import type { MySQLConnector, SecretReader } from "@stateward/mysql";
 import { writeRunStatus, type RunStatus } from "./run-status.ts";
 import type { OperationSlots } from "./slots.ts";
@@ -29,7 +29,7 @@ export function takeOverWaitMs(d: OperationDeps, status: RunStatus | undefined):
 }
 
 /** Now, as Kubernetes timestamps are written (seconds). */
-export const now = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+export const now = (): string => kubeTime(new Date());
 
 export async function recordPending(client: KubeClient, rt: ResourceType, obj: KubeObject & { status?: RunStatus }, reason: string, message: string): Promise<void> {
   const c = obj.status?.conditions?.find((x) => x.type === "Ready");

@@ -1,8 +1,8 @@
 // Status writes of one-shot operations (backups, restores). They happen from
 // background tasks, long after the reconcile that started them, so each
-// write re-reads the object and retries on conflict instead of using a
+// write reads the object first and re-reads it on conflict instead of using a
 // cached copy.
-import { isConflict, isNotFound, setCondition, type ConditionUpdate, type KubeClient, type KubeObject, type ResourceType } from "@stateward/core";
+import { isNotFound, readyStatus, writeStatus, type ConditionUpdate, type KubeClient, type KubeObject, type ResourceType } from "@stateward/core";
 
 export interface RunStatus {
   phase?: "Pending" | "Running" | "Completed" | "Failed";
@@ -12,6 +12,9 @@ export interface RunStatus {
 }
 
 type WithStatus = KubeObject & { status?: RunStatus };
+
+/** Writes tried in all while others change the object. */
+const WRITE_ATTEMPTS = 5;
 
 /**
  * Merges `fields` into the status and sets the Ready condition, re-reading
@@ -25,24 +28,12 @@ export async function writeRunStatus(
   fields: Partial<RunStatus>,
   ready: Omit<ConditionUpdate, "observedGeneration" | "type">,
 ): Promise<boolean> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    let live: WithStatus;
-    try {
-      live = await client.get<WithStatus>(rt, namespace, name);
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
-    const generation = live.metadata.generation;
-    const conditions = setCondition(live.status?.conditions, { ...ready, type: "Ready", observedGeneration: generation });
-    const status: RunStatus = { ...live.status, ...fields, observedGeneration: generation, conditions };
-    try {
-      await client.updateStatus<WithStatus>(rt, { ...live, status });
-      return true;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      if (!isConflict(err)) throw err;
-    }
+  try {
+    const live = await client.get<WithStatus>(rt, namespace, name);
+    await writeStatus(client, rt, live, readyStatus<WithStatus>(fields, ready), { attempts: WRITE_ATTEMPTS });
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
   }
-  throw new Error(`could not write the status of ${rt.kind} ${namespace}/${name}: it kept changing (5 conflicts)`);
 }

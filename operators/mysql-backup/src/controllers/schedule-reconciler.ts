@@ -9,12 +9,13 @@
 // (wakeDelayMs). It goes away with the controller when the manager stops or
 // loses leadership, and every reconcile (a spec change, an owned backup's
 // change, a new leader's first pass) sets it again from state.
-import { isDeepStrictEqual } from "node:util";
 import {
   controllerReference,
   isAlreadyExists,
   isNotFound,
-  setCondition,
+  kubeTime,
+  readyStatus,
+  writeStatus,
   type Cache,
   type Clock,
   type EventRecorder,
@@ -32,11 +33,9 @@ export const SCHEDULE_LABEL = "stateward.io/backup-schedule";
 const RT = MySQLBackupScheduleKind.resource;
 const BK = MySQLBackupKind.resource;
 
-const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, "Z");
-
 /** `<schedule>-<yyyymmddhhmmss>` in UTC: one name per due time. */
 export function backupNameFor(schedule: string, due: Date): string {
-  return `${schedule}-${iso(due).replace(/[-:TZ]/g, "")}`;
+  return `${schedule}-${kubeTime(due).replace(/[-:TZ]/g, "")}`;
 }
 
 export function parseAge(text: string): number {
@@ -108,23 +107,23 @@ export class ScheduleReconciler implements Reconciler {
     const now = this.d.clock.now();
     const owned = this.d.cache.list<MySQLBackup>(BK, { namespace: ns }).filter((b) => b.metadata.labels?.[SCHEDULE_LABEL] === req.name);
     const active = owned.filter((b) => b.status?.phase !== "Completed" && b.status?.phase !== "Failed");
-    const last = new Date(sched.status?.lastScheduleTime ?? sched.metadata.creationTimestamp ?? iso(now));
+    const last = new Date(sched.status?.lastScheduleTime ?? sched.metadata.creationTimestamp ?? kubeTime(now));
     let lastScheduleTime = sched.status?.lastScheduleTime;
 
     if (!spec.suspend) {
       const due = dueTimesBetween(spec.schedule, tz, last, now, { limit: 100_000 });
       const latest = due[due.length - 1];
       if (latest) {
-        lastScheduleTime = iso(latest);
+        lastScheduleTime = kubeTime(latest);
         if (due.length > 1) {
-          await this.d.events.record(sched, "Warning", "MissedSchedules", `${due.length - 1} earlier due times were missed (no manager ran, or the schedule was suspended); only the latest, ${iso(latest)}, is considered`);
+          await this.d.events.record(sched, "Warning", "MissedSchedules", `${due.length - 1} earlier due times were missed (no manager ran, or the schedule was suspended); only the latest, ${kubeTime(latest)}, is considered`);
         }
         const lateSeconds = (now.getTime() - latest.getTime()) / 1000;
         const deadline = spec.startingDeadlineSeconds ?? 300;
         if (lateSeconds > deadline) {
-          await this.d.events.record(sched, "Warning", "MissedDeadline", `Skipped the backup due at ${iso(latest)}: ${Math.round(lateSeconds)} s late, more than startingDeadlineSeconds (${deadline})`);
+          await this.d.events.record(sched, "Warning", "MissedDeadline", `Skipped the backup due at ${kubeTime(latest)}: ${Math.round(lateSeconds)} s late, more than startingDeadlineSeconds (${deadline})`);
         } else if (active.length > 0 && (spec.concurrencyPolicy ?? "Forbid") === "Forbid") {
-          await this.d.events.record(sched, "Normal", "SkippedConcurrent", `Skipped the backup due at ${iso(latest)}: ${active.map((b) => b.metadata.name).join(", ")} still running (concurrencyPolicy Forbid)`);
+          await this.d.events.record(sched, "Normal", "SkippedConcurrent", `Skipped the backup due at ${kubeTime(latest)}: ${active.map((b) => b.metadata.name).join(", ")} still running (concurrencyPolicy Forbid)`);
         } else {
           if (spec.concurrencyPolicy === "Replace") {
             for (const b of active) await this.d.client.delete(BK, ns, b.metadata.name ?? "").catch((err: unknown) => {
@@ -151,13 +150,13 @@ export class ScheduleReconciler implements Reconciler {
       sched,
       {
         ...(lastScheduleTime ? { lastScheduleTime } : {}),
-        ...(next ? { nextScheduleTime: iso(next) } : {}),
+        ...(next ? { nextScheduleTime: kubeTime(next) } : {}),
         ...(newest ? { lastSuccessfulBackup: newest.metadata.name, lastSuccessfulTime: newest.status?.completionTime } : {}),
         active: active.map((b) => b.metadata.name ?? "").sort(),
       },
       spec.suspend
         ? { status: "True", reason: "Suspended", message: "The schedule is suspended; no backups are created" }
-        : { status: "True", reason: "Scheduled", message: next ? `Next backup due at ${iso(next)}` : "No further due time within four years" },
+        : { status: "True", reason: "Scheduled", message: next ? `Next backup due at ${kubeTime(next)}` : "No further due time within four years" },
     );
     // The one wake-up for the next due time (see the file comment); suspended, a spec change wakes it.
     return next ? { requeueAfter: wakeDelayMs(next, now) } : undefined;
@@ -174,24 +173,21 @@ export class ScheduleReconciler implements Reconciler {
           name,
           namespace: ns,
           labels: { ...(sched.metadata.labels ?? {}), [SCHEDULE_LABEL]: sched.metadata.name ?? "" },
-          annotations: { "stateward.io/scheduled-at": iso(due) },
+          annotations: { "stateward.io/scheduled-at": kubeTime(due) },
           ownerReferences: [controllerReference(sched, RT)],
         },
         spec: structuredClone(sched.spec.backupTemplate),
       });
-      ctx.log.info("scheduled backup created", { backup: name, due: iso(due) });
-      await this.d.events.record(sched, "Normal", "BackupCreated", `Created MySQLBackup ${name} for the due time ${iso(due)}`);
+      ctx.log.info("scheduled backup created", { backup: name, due: kubeTime(due) });
+      await this.d.events.record(sched, "Normal", "BackupCreated", `Created MySQLBackup ${name} for the due time ${kubeTime(due)}`);
     } catch (err) {
       // Another leader (or a wake-up that came twice) already created this due time's backup.
       if (!isAlreadyExists(err)) throw err;
     }
   }
 
+  /** Written only when it changed; a conflict fails the reconcile, which runs again on the new version. */
   private async writeStatus(sched: MySQLBackupSchedule, fields: Partial<NonNullable<MySQLBackupSchedule["status"]>>, ready: { status: "True" | "False"; reason: string; message: string }): Promise<void> {
-    const generation = sched.metadata.generation;
-    const conditions = setCondition(sched.status?.conditions, { type: "Ready", ...ready, observedGeneration: generation });
-    const next = { ...sched.status, ...fields, observedGeneration: generation, conditions };
-    if (isDeepStrictEqual(next, { ...sched.status })) return;
-    await this.d.client.updateStatus<MySQLBackupSchedule>(RT, { ...structuredClone(sched), status: next });
+    await writeStatus(this.d.client, RT, sched, readyStatus(fields, ready));
   }
 }

@@ -30,7 +30,7 @@
 //   8. status       members, phase, conditions (status-report.ts); requeued
 //                   while not converged, and every 30 s after to keep
 //                   replication state fresh
-import { NameConflictError, TerminalError, builtin, findCondition, writeStatus, type KubeObject, type ReconcileContext, type Reconciler, type Request, type Result } from "@stateward/core";
+import { NameConflictError, builtin, findCondition, readyStatus, writeStatus, type KubeObject, type ReconcileContext, type Reconciler, type Request, type Result } from "@stateward/core";
 import type { Flavor, InstanceConnection } from "@stateward/mysql";
 import { DEFAULT_IMAGE, DEFAULT_REPLICAS, MySQLClusterKind, STEADY_REQUEUE_MS, type MySQLCluster } from "../api.ts";
 import { flavorOfImage } from "../config/my-cnf.ts";
@@ -94,10 +94,10 @@ export class ClusterReconciler implements Reconciler {
       if (!(err instanceof ClusterProblem)) throw err;
       ctx.log.info("cluster cannot converge", { reason: err.reason, message: err.message });
       await this.d.events.record(cluster, "Warning", err.reason, err.message);
-      await writeStatus(this.d.client, RT, cluster, { phase: err.phase }, { status: "False", reason: err.reason, message: err.message });
+      await writeStatus(this.d.client, RT, cluster, readyStatus({ phase: err.phase }, { status: "False", reason: err.reason, message: err.message }));
       // A Pending cluster waits for a Secret (watched); a Failed one for an edit of the cluster.
       if (err.phase === "Pending") return { requeueAfter: STEADY_REQUEUE_MS };
-      throw new TerminalError(err.message);
+      throw err;
     }
   }
 
@@ -210,7 +210,7 @@ export class ClusterReconciler implements Reconciler {
       rollout,
       extra: [storage.condition, seedingCondition(seeds, findCondition(cluster.status?.conditions, "Seeding"))],
     });
-    await writeStatus(this.d.client, RT, cluster, report.fields, report.ready, report.others);
+    await writeStatus(this.d.client, RT, cluster, readyStatus(report.fields, report.ready, report.others));
     if (cluster.status?.phase !== report.phase) {
       ctx.log.info("cluster phase changed", { from: cluster.status?.phase, to: report.phase });
       if (report.phase === "Running") await this.d.events.record(cluster, "Normal", "Running", report.message);

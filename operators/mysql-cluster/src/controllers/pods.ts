@@ -2,7 +2,7 @@
 // watches the pods the operator's StatefulSet made), and what it writes on
 // them: the role label the Services select by, and the readiness-gate
 // condition that makes a pod Ready only when its server is.
-import { builtin, type KubeObject } from "@stateward/core";
+import { builtin, kubeTime, type KubeObject } from "@stateward/core";
 import type { MySQLCluster, MemberStatus } from "../api.ts";
 import { connectMember } from "../replication/members.ts";
 import { MEMBER_READY_CONDITION, ROLE_LABEL, ordinalOf, podName, selectorLabels } from "../resources/names.ts";
@@ -62,7 +62,7 @@ export async function runningServers(d: Pick<ClusterReconcilerDeps, "connector">
 export async function setMemberReadyGate(d: Pick<ClusterReconcilerDeps, "client" | "clock">, pod: Pod, ready: boolean, reason: string, message: string): Promise<void> {
   const want = ready ? "True" : "False";
   if (pod.status?.conditions?.find((c) => c.type === MEMBER_READY_CONDITION)?.status === want) return;
-  const condition = { type: MEMBER_READY_CONDITION, status: want, reason, message, lastTransitionTime: d.clock.now().toISOString() };
+  const condition = { type: MEMBER_READY_CONDITION, status: want, reason, message, lastTransitionTime: kubeTime(d.clock.now()) };
   await d.client.patch(builtin.pod, pod.metadata.namespace ?? "", pod.metadata.name ?? "", { status: { conditions: [condition] } }, "strategic", "status").catch(ignoreNotFound);
 }
 

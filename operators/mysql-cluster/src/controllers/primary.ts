@@ -2,7 +2,7 @@
 // on retained volumes, restored without status: chosen from the servers'
 // histories (replication/primary-selection.ts decides), never assumed to be
 // ordinal 0; and, while none can be chosen, nothing is made writable.
-import { builtin, findCondition, writeStatus, type ReconcileContext, type Result } from "@stateward/core";
+import { builtin, findCondition, readyStatus, writeStatus, type ReconcileContext, type Result } from "@stateward/core";
 import type { Flavor } from "@stateward/mysql";
 import { CONVERGING_REQUEUE_MS, MySQLClusterKind, STEADY_REQUEUE_MS, type MySQLCluster } from "../api.ts";
 import { connectMember } from "../replication/members.ts";
@@ -71,8 +71,8 @@ export async function awaitPrimary(
     ctx.log.info("no primary can be chosen", { reason: selection.reason });
     await d.events.record(cluster, "Warning", "PrimaryUnknown", selection.message);
   }
-  await writeStatus(d.client, MySQLClusterKind.resource, cluster, { phase: phaseWithoutPrimary(cluster.status?.phase) }, { status: "False", reason: "PrimaryUnknown", message: selection.message }, [
+  await writeStatus(d.client, MySQLClusterKind.resource, cluster, readyStatus({ phase: phaseWithoutPrimary(cluster.status?.phase) }, { status: "False", reason: "PrimaryUnknown", message: selection.message }, [
     { type: "Available", status: "False", reason: "PrimaryUnknown", message: selection.message },
-  ]);
+  ]));
   return { requeueAfter: selection.reason === "Diverged" ? STEADY_REQUEUE_MS : CONVERGING_REQUEUE_MS };
 }

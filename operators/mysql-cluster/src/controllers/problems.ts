@@ -1,17 +1,19 @@
 // How the steps of a reconcile fail: a problem the user must fix (written
 // into status, no retry until the object changes), a server that does not
 // answer (said in its member's message), anything else (thrown, retried).
-import { isNotFound } from "@stateward/core";
+import { ReconcileError, isNotFound } from "@stateward/core";
 import { MissingSecretError, MySQLError } from "@stateward/mysql";
 
-/** A problem the user must fix before the operator can go on: status, an Event, no retry until the object changes. */
-export class ClusterProblem extends Error {
-  readonly reason: string;
+/**
+ * A problem the user must fix before the operator can go on: status, an Event, no retry until
+ * the object changes. A Failed one is terminal; a Pending one waits for a Secret (watched).
+ */
+export class ClusterProblem extends ReconcileError {
+  override name = "ClusterProblem";
   readonly phase: "Pending" | "Failed";
   constructor(phase: "Pending" | "Failed", reason: string, message: string) {
-    super(message);
+    super(reason, message, { terminal: phase === "Failed" });
     this.phase = phase;
-    this.reason = reason;
   }
 }
 

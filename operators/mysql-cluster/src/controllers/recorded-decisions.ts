@@ -8,7 +8,7 @@
 // brings the cluster back (a short requeue is the fallback). A decision the
 // cache still lacks after DECISION_VISIBLE_WITHIN_MS is let go, and the
 // reconcile goes on from the cache.
-import { isConflict, type Clock, type KubeClient } from "@stateward/core";
+import { writeStatus, type Clock, type KubeClient } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 
 const RT = MySQLClusterKind.resource;
@@ -44,15 +44,8 @@ export class RecordedDecisions {
   async record(d: { client: KubeClient }, cluster: MySQLCluster, fields: Partial<MySQLClusterStatus>, inCache: (status: MySQLClusterStatus) => boolean): Promise<void> {
     const ns = cluster.metadata.namespace ?? "";
     const name = cluster.metadata.name ?? "";
-    for (let attempt = 1; ; attempt++) {
-      const live = await d.client.get<MySQLCluster>(RT, ns, name);
-      try {
-        await d.client.updateStatus(RT, { ...live, status: { ...live.status, ...fields } });
-        break;
-      } catch (err) {
-        if (attempt >= WRITE_ATTEMPTS || !isConflict(err)) throw err;
-      }
-    }
+    const live = await d.client.get<MySQLCluster>(RT, ns, name);
+    await writeStatus(d.client, RT, live, (c) => ({ ...c.status, ...fields }), { attempts: WRITE_ATTEMPTS });
     this.expect(cluster, inCache);
   }
 

@@ -5,7 +5,7 @@
 // switchover moving the role: status first, then labels, then the old
 // primary follows. A scale-in that would remove the primary switches over
 // first, the same way.
-import { builtin, findCondition, type ReconcileContext } from "@stateward/core";
+import { builtin, findCondition, kubeTime, type ReconcileContext } from "@stateward/core";
 import { MySQLError, replicationSource } from "@stateward/mysql";
 import { CONVERGING_REQUEUE_MS, DEFAULT_HEALTH_GATE_SECONDS, DEFAULT_IMAGE, DEFAULT_PAUSED, STEADY_REQUEUE_MS, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 import { flavorOfImage } from "../config/my-cnf.ts";
@@ -111,7 +111,7 @@ export async function rolloutStep(r: RolloutContext, sts: StatefulSetObject | un
     case "restart": {
       ctx.log.info("restarting a pod for the rollout", { pod: decision.pod, role: decision.role, revision });
       // On record before the pod goes: the health gate counts from here, whatever happens next.
-      const inProgress = { pod: decision.pod, startedAt: d.clock.now().toISOString() };
+      const inProgress = { pod: decision.pod, startedAt: kubeTime(d.clock.now()) };
       await r.decisions.record(d, cluster, { rollout: inProgress }, (s) => s.rollout?.startedAt === inProgress.startedAt);
       await d.events.record(cluster, "Normal", "PodRestarted", `Restarting ${decision.pod} (${decision.role}) to apply revision ${revision}; ${updated}/${desired} updated`);
       await d.client.delete(builtin.pod, ns, decision.pod).catch(ignoreNotFound);
