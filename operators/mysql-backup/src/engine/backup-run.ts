@@ -10,6 +10,7 @@ import { parseCompression, type Compression } from "../storage/compression.ts";
 import { BackupStore, type S3Location } from "../storage/s3.ts";
 import type { BackupOptions, BackupProgress } from "./backup.ts";
 import { Uploads } from "./uploads.ts";
+import { progressReporter } from "../progress.ts";
 
 const defaults = {
   compression: "gzip" as Compression,
@@ -47,7 +48,8 @@ export class BackupRun {
   readonly running: Promise<unknown>[] = [];
   readonly progress: BackupProgress = { phase: "snapshot", tablesTotal: 0, tablesDone: 0, rows: 0, bytes: 0, storedBytes: 0 };
   private readonly sessions: MySQLSession[] = [];
-  private lastReport = 0;
+  /** Calls onProgress about once a second, or now when `force`. */
+  readonly report: (force?: boolean) => void;
 
   constructor(options: BackupOptions, settings: BackupSettings, store: BackupStore) {
     this.options = options;
@@ -56,6 +58,7 @@ export class BackupRun {
     this.signal = options.signal;
     this.log = options.logger;
     this.uploads = new Uploads(store, settings.compression, options.compressionLevel, options.upload ?? {});
+    this.report = progressReporter(this.progress, options.onProgress);
   }
 
   /** A new connection to the source, dropped by stopAll. */
@@ -90,15 +93,6 @@ export class BackupRun {
 
   throwIfAborted(): void {
     throwIfAborted(this.signal, "the backup");
-  }
-
-  /** Calls onProgress about once a second, or now when `force`. */
-  report(force = false): void {
-    if (!this.options.onProgress) return;
-    const now = performance.now();
-    if (!force && now - this.lastReport < 1000) return;
-    this.lastReport = now;
-    this.options.onProgress({ ...this.progress });
   }
 }
 

@@ -12,6 +12,7 @@ import type { RestoreMode, RestoreOptions, RestoreProgress } from "./restore.ts"
 import type { StagingLeftovers } from "./staging.ts";
 import type { Statement } from "./statements.ts";
 import { corrupt, streamObject } from "./verified-object.ts";
+import { progressReporter } from "../progress.ts";
 
 /** What this restore takes of the backup: its manifest, and of it the databases and objects asked for. */
 export interface RestorePlan {
@@ -41,7 +42,8 @@ export class RestoreRun {
   sqlBytes = 0;
   /** Its totals are set once the manifest is read. */
   readonly progress: RestoreProgress;
-  private lastReport = 0;
+  /** Calls onProgress about once a second, or now when `force`. */
+  readonly report: (force?: boolean) => void;
 
   constructor(options: RestoreOptions, location: S3Location, parallelism: number, mode: RestoreMode) {
     this.options = options;
@@ -53,20 +55,12 @@ export class RestoreRun {
     // download, so the socket must be allowed to stay quiet that long.
     this.store = new BackupStore({ ...location, idleTimeoutMs: 0 });
     this.progress = { phase: mode === "Staged" ? "schema" : "verify", objectsTotal: 0, objectsDone: 0, bytesTotal: 0, bytesApplied: 0, statements: 0 };
+    this.report = progressReporter(this.progress, options.onProgress);
   }
 
   readonly stopAll = (): void => {
     for (const s of this.sessions) s.destroy();
   };
-
-  /** Calls onProgress about once a second, or now when `force`. */
-  report(force = false): void {
-    if (!this.options.onProgress) return;
-    const now = performance.now();
-    if (!force && now - this.lastReport < 1000) return;
-    this.lastReport = now;
-    this.options.onProgress({ ...this.progress });
-  }
 }
 
 /** Applies one object as it downloads; fails after its last byte unless size and SHA-256 match. */
