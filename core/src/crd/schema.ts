@@ -10,6 +10,10 @@
 //   - every node has a `type`, except int-or-string and preserve-unknown nodes;
 //   - no `$ref`, `anyOf`/`oneOf`/`allOf`/`not`, `patternProperties`, `const`,
 //     `uniqueItems`, and never `additionalProperties` beside `properties`.
+//
+// One file of ~700 lines on purpose: the builders and `toJsonSchema` enforce
+// these rules with the same checks (defaults, validation rules, patterns,
+// JSON values), so each rule is written once, here.
 import Type from "typebox";
 import type { Static, TArray, TBoolean, TInteger, TNumber, TObject, TOptional, TProperties, TSchema, TString, TUnsafe } from "typebox";
 

@@ -5,6 +5,8 @@
 // workers at once and that a change seen during a reconcile is never lost.
 import type { RateLimiter } from "./rate-limiter.ts";
 import { ExponentialFailureRateLimiter } from "./rate-limiter.ts";
+import { DelayHeap, type DelayedKey } from "./delay-heap.ts";
+import { Fifo } from "./fifo.ts";
 
 export interface QueueMetrics {
   /** Called with the new depth, the number of keys waiting as `len()` counts them, whenever it changes (workqueue_depth). */
@@ -48,135 +50,6 @@ const NO_METRICS: QueueMetrics = {
 
 // setTimeout fires after 1 ms when asked for more than this, with a warning.
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/**
- * A first-in first-out list whose `shift` is O(1) amortised: `Array#shift`
- * moves every remaining element, which adds up with 10,000 waiting keys.
- */
-class Fifo<T> {
-  #items: (T | undefined)[] = [];
-  #head = 0;
-
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-
-  push(item: T): void {
-    this.#items.push(item);
-  }
-
-  shift(): T | undefined {
-    if (this.#head === this.#items.length) return undefined;
-    const item = this.#items[this.#head];
-    // Drop the reference so a long-lived queue does not keep old keys alive.
-    this.#items[this.#head] = undefined;
-    this.#head++;
-    if (this.#head === this.#items.length) {
-      this.clear();
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
-      // Copying only once the dead prefix is as long as the live part keeps
-      // the cost per shift constant on average.
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-
-  clear(): void {
-    this.#items = [];
-    this.#head = 0;
-  }
-}
-
-interface DelayedKey {
-  key: string;
-  readyAt: number;
-  /** Breaks ties between equal readyAt values in favour of the earlier request. */
-  seq: number;
-  /** Position in the heap, so that an earlier readyAt can be applied in place. */
-  index: number;
-}
-
-/**
- * Binary min-heap of delayed keys by due time (client-go's waitForPriorityQueue).
- * One timer for the earliest key replaces a timer per key, and keys become
- * ready strictly in due-time order.
- */
-class DelayHeap {
-  #items: DelayedKey[] = [];
-
-  peek(): DelayedKey | undefined {
-    return this.#items[0];
-  }
-
-  push(entry: DelayedKey): void {
-    entry.index = this.#items.length;
-    this.#items.push(entry);
-    this.#up(entry.index);
-  }
-
-  pop(): DelayedKey | undefined {
-    const top = this.#items[0];
-    const last = this.#items.pop();
-    if (top === undefined || last === undefined) return undefined;
-    if (last !== top) {
-      last.index = 0;
-      this.#items[0] = last;
-      this.#down(0);
-    }
-    return top;
-  }
-
-  /** Restores heap order after the entry's readyAt was made earlier. */
-  movedEarlier(entry: DelayedKey): void {
-    this.#up(entry.index);
-  }
-
-  clear(): void {
-    this.#items = [];
-  }
-
-  #before(a: DelayedKey, b: DelayedKey): boolean {
-    return a.readyAt < b.readyAt || (a.readyAt === b.readyAt && a.seq < b.seq);
-  }
-
-  #swap(i: number, j: number, a: DelayedKey, b: DelayedKey): void {
-    this.#items[i] = b;
-    b.index = i;
-    this.#items[j] = a;
-    a.index = j;
-  }
-
-  #up(i: number): void {
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const child = this.#items[i];
-      const above = this.#items[parent];
-      if (child === undefined || above === undefined || !this.#before(child, above)) return;
-      this.#swap(i, parent, child, above);
-      i = parent;
-    }
-  }
-
-  #down(i: number): void {
-    for (;;) {
-      const node = this.#items[i];
-      if (node === undefined) return;
-      let smallest = i;
-      let smallestEntry = node;
-      for (const c of [2 * i + 1, 2 * i + 2]) {
-        const child = this.#items[c];
-        if (child !== undefined && this.#before(child, smallestEntry)) {
-          smallest = c;
-          smallestEntry = child;
-        }
-      }
-      if (smallest === i) return;
-      this.#swap(i, smallest, node, smallestEntry);
-      i = smallest;
-    }
-  }
-}
 
 /**
  * A work queue of object keys ("namespace/name") with client-go's semantics:

@@ -10,24 +10,27 @@
 //      means "complete"
 //   6. finish: the result
 // On any failure or abort: every upload is aborted (no multipart upload left
-// behind), the objects already written are deleted, and the error says why.
+// behind), the objects already written are deleted (discard, uploads.ts), and
+// the error says why. The state the phases share is a BackupRun (backup-run.ts).
 import type { Logger } from "@stateward/core";
 import { createHash } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
-import { flavorOf, SYSTEM_DATABASES as systemDatabases, type Flavor as ServerFlavor } from "@stateward/mysql";
-import { MySQLSession, type MySQLConnectionOptions } from "./connection.ts";
-import { abortedError, throwIfAborted } from "./errors.ts";
+import { flavorOf, type Flavor as ServerFlavor } from "@stateward/mysql";
+import type { MySQLSession, MySQLConnectionOptions } from "./connection.ts";
+import { abortedError } from "./errors.ts";
 import { BackupError, messageOf } from "../errors.ts";
-import { describeDatabase, hasPostData, listUserDatabases, renderPostDataObject, renderSchemaObject, type DatabaseSchema, type TableSchema } from "./schema.ts";
+import { describeDatabase, listUserDatabases, type DatabaseSchema, type TableSchema } from "./schema.ts";
+import { hasPostData, renderPostDataObject, renderSchemaObject } from "./schema-objects.ts";
 import { prepareDumpSession, takeSnapshot, type Snapshot } from "./snapshot.ts";
-import { qualifiedName, validateIdentifier } from "./sql.ts";
+import { qualifiedName } from "./sql.ts";
 import { dumpTable, type DataPart } from "./table-dump.ts";
 import { clearBackupFolder } from "../storage/backup-folder.ts";
-import { parseCompression, type Compression } from "../storage/compression.ts";
+import type { Compression } from "../storage/compression.ts";
 import { dataKey, databaseFolder, postDataKey, schemaKey } from "../storage/layout.ts";
 import { manifestFileName, manifestFormat, manifestFormatVersion, serializeManifest, type BackupManifest, type ManifestObject, type ReplicationPosition } from "../storage/manifest.ts";
-import { ObjectUpload, type StoredObject, type UploadTuning } from "../storage/object-upload.ts";
-import { BackupStore, type S3Location } from "../storage/s3.ts";
+import type { UploadTuning } from "../storage/object-upload.ts";
+import type { S3Location } from "../storage/s3.ts";
+import { BackupRun, checkOptions, openFolder } from "./backup-run.ts";
+import { discard, writeObject } from "./uploads.ts";
 
 export interface BackupOptions {
   /** The server to back up. The user needs SELECT, SHOW VIEW, TRIGGER, EVENT, RELOAD (for the lock) and, for the position, BINLOG MONITOR / REPLICATION CLIENT. */
@@ -105,146 +108,8 @@ export interface BackupResult {
   warnings: string[];
 }
 
-const defaults = {
-  compression: "gzip" as Compression,
-  parallelism: 2,
-  objectSize: 64 * 1024 * 1024,
-  statementSize: 1024 * 1024,
-  lockWaitTimeoutSeconds: 60,
-};
-
-const contentTypes: Readonly<Record<Compression, string>> = { gzip: "application/gzip", zstd: "application/zstd", none: "application/sql" };
-
 /** Engines whose tables the consistent snapshot covers. */
 const transactionalEngines = new Set(["innodb", "rocksdb"]);
-
-function positive(value: number | undefined, fallback: number, what: string, max = Number.MAX_SAFE_INTEGER): number {
-  const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v < 1 || v > max) throw new BackupError("InvalidOptions", `${what} must be an integer between 1 and ${max}`);
-  return v;
-}
-
-/** Every upload of a run, so a failure can abort and delete all of them. */
-class Uploads {
-  private readonly all: ObjectUpload[] = [];
-  private readonly store: BackupStore;
-  private readonly compression: Compression;
-  private readonly level: number | undefined;
-  private readonly tuning: UploadTuning;
-  private closed = false;
-
-  constructor(store: BackupStore, compression: Compression, level: number | undefined, tuning: UploadTuning) {
-    this.store = store;
-    this.compression = compression;
-    this.level = level;
-    this.tuning = tuning;
-  }
-
-  open(key: string): ObjectUpload {
-    if (this.closed) throw new BackupError("Aborted", "the backup is being discarded");
-    const upload = new ObjectUpload(this.store, key, {
-      compression: this.compression,
-      ...(this.level === undefined ? {} : { level: this.level }),
-      ...this.tuning,
-      contentType: contentTypes[this.compression],
-    });
-    this.all.push(upload);
-    return upload;
-  }
-
-  async abortAll(reason: Error): Promise<void> {
-    this.closed = true;
-    await Promise.all(this.all.map((u) => u.abort(reason)));
-  }
-
-  keys(): string[] {
-    return this.all.map((u) => this.store.key(u.key));
-  }
-}
-
-async function writeObject(upload: ObjectUpload, statements: readonly string[]): Promise<StoredObject> {
-  for (const s of statements) {
-    if (!upload.write(Buffer.from(s, "utf8"))) await upload.drained();
-  }
-  return upload.finish();
-}
-
-/** The options, checked and with their defaults. */
-interface BackupSettings {
-  compression: Compression;
-  parallelism: number;
-  objectSize: number;
-  statementSize: number;
-  lockWait: number;
-}
-
-/** What the phases of one run share: the folder, the uploads and connections to undo on failure, warnings, progress. */
-class BackupRun {
-  readonly options: BackupOptions;
-  readonly settings: BackupSettings;
-  readonly store: BackupStore;
-  readonly signal: AbortSignal | undefined;
-  readonly log: Logger | undefined;
-  readonly uploads: Uploads;
-  readonly warnings: string[] = [];
-  /** Work started in parallel, awaited (briefly) before a failed backup's objects are deleted. */
-  readonly running: Promise<unknown>[] = [];
-  readonly progress: BackupProgress = { phase: "snapshot", tablesTotal: 0, tablesDone: 0, rows: 0, bytes: 0, storedBytes: 0 };
-  private readonly sessions: MySQLSession[] = [];
-  private lastReport = 0;
-
-  constructor(options: BackupOptions, settings: BackupSettings, store: BackupStore) {
-    this.options = options;
-    this.settings = settings;
-    this.store = store;
-    this.signal = options.signal;
-    this.log = options.logger;
-    this.uploads = new Uploads(store, settings.compression, options.compressionLevel, options.upload ?? {});
-  }
-
-  /** A new connection to the source, dropped by stopAll. */
-  async connect(): Promise<MySQLSession> {
-    const session = await MySQLSession.open(this.options.source);
-    this.sessions.push(session);
-    return session;
-  }
-
-  /** Closes connections that are done. */
-  async close(...sessions: MySQLSession[]): Promise<void> {
-    for (const s of sessions) {
-      await s.close();
-      this.sessions.splice(this.sessions.indexOf(s), 1);
-    }
-  }
-
-  // Aborting (or the first failure) drops every connection, which ends any
-  // query in flight at once; the phase running then fails and cleans up.
-  stopAll(): void {
-    for (const s of this.sessions) s.destroy();
-  }
-
-  // An abort also cuts the S3 requests in flight: lib-storage does not pass an abort on to a PUT
-  // already sent, which would complete after the backup was told to stop (a manager that lost
-  // leadership would still be writing). The client opens new connections for the cleanup.
-  readonly onAbort = (): void => {
-    this.stopAll();
-    this.store.bucket.refuseWrites(abortedError("the backup", this.signal));
-    this.store.bucket.client.destroy();
-  };
-
-  throwIfAborted(): void {
-    throwIfAborted(this.signal, "the backup");
-  }
-
-  /** Calls onProgress about once a second, or now when `force`. */
-  report(force = false): void {
-    if (!this.options.onProgress) return;
-    const now = performance.now();
-    if (!force && now - this.lastReport < 1000) return;
-    this.lastReport = now;
-    this.options.onProgress({ ...this.progress });
-  }
-}
 
 /** Runs one backup; see the file comment for the order of work. */
 export async function runBackup(options: BackupOptions): Promise<BackupResult> {
@@ -270,33 +135,6 @@ export async function runBackup(options: BackupOptions): Promise<BackupResult> {
     signal?.removeEventListener("abort", run.onAbort);
     run.store.destroy();
   }
-}
-
-/** The options with their defaults; throws InvalidOptions before anything is touched. */
-function checkOptions(options: BackupOptions): BackupSettings {
-  const settings: BackupSettings = {
-    compression: options.compression === undefined ? defaults.compression : parseCompression(options.compression),
-    parallelism: positive(options.parallelism, defaults.parallelism, "parallelism", 64),
-    objectSize: positive(options.objectSize, defaults.objectSize, "objectSize"),
-    statementSize: positive(options.statementSize, defaults.statementSize, "statementSize", 64 * 1024 * 1024),
-    lockWait: positive(options.lockWaitTimeoutSeconds, defaults.lockWaitTimeoutSeconds, "lockWaitTimeoutSeconds", 31_536_000),
-  };
-  for (const db of options.databases ?? []) {
-    validateIdentifier(db, "database");
-    if (systemDatabases.has(db.toLowerCase())) {
-      throw new BackupError("InvalidOptions", `database ${db} belongs to the server itself and is not backed up`);
-    }
-  }
-  return settings;
-}
-
-function openFolder(storage: S3Location): BackupStore {
-  const store = new BackupStore(storage);
-  if (store.prefix === "") {
-    store.destroy();
-    throw new BackupError("InvalidOptions", "the backup's S3 prefix is empty: a backup needs a folder of its own");
-  }
-  return store;
 }
 
 /** Phase 1: the bucket answers, holds no complete backup here (unless overwriting), and the folder is emptied for this one. */
@@ -557,31 +395,4 @@ function finish(
     durations: { lockMs: source.snapshot.lockedMs, dumpMs: done.dumpMs, totalMs: Math.round(performance.now() - done.t0) },
     warnings,
   };
-}
-
-/**
- * Leaves nothing of a failed backup behind: uploads aborted, objects written
- * so far deleted, and any multipart upload still open in the folder aborted
- * (one a hung request started late). Failures here are logged, not thrown:
- * the backup's own error is what the user needs to see.
- */
-async function discard(store: BackupStore, uploads: Uploads, running: Promise<unknown>[], reason: Error, log: Logger | undefined): Promise<void> {
-  // Failed before writing anything (S3 unreachable, no such database): there
-  // is nothing to clean, and S3 may not even answer.
-  if (uploads.keys().length === 0) {
-    await uploads.abortAll(reason);
-    return;
-  }
-  try {
-    await uploads.abortAll(reason);
-    // With connections dropped and uploads aborted, the parallel work fails
-    // fast; waiting for it means no upload can start after the cleanup.
-    const timer = new AbortController();
-    await Promise.race([Promise.allSettled(running), sleep(10_000, undefined, { signal: timer.signal }).catch(() => undefined)]);
-    timer.abort();
-    await store.bucket.deleteKeys(uploads.keys());
-    await store.bucket.abortIncompleteUploads(store.folder, (key) => store.owns(key));
-  } catch (err) {
-    log?.warn("could not clean up the failed backup's objects; deleteBackup removes them", { location: store.url, err });
-  }
 }

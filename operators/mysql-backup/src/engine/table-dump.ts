@@ -8,7 +8,8 @@ import type { MySQLSession } from "./connection.ts";
 import { mysqlFailure } from "./connection.ts";
 import { BackupError } from "../errors.ts";
 import { dumpedColumns, insertPrefix, rowExpression } from "@stateward/mysql";
-import { objectHeader, type TableSchema } from "./schema.ts";
+import type { TableSchema } from "./schema.ts";
+import { objectHeader } from "./schema-objects.ts";
 import { qualifiedName, quoteIdentifier } from "./sql.ts";
 import type { ObjectUpload, StoredObject } from "../storage/object-upload.ts";
 

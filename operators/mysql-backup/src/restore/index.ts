@@ -1,6 +1,5 @@
 // Restores: from a backup folder (staged and swapped in, or verified first and applied in place) or a plain dump file.
 export {
-  leftTargetUntouched,
   locateRestoreSource,
   runRestore,
   type RestoreMode,
@@ -9,4 +8,5 @@ export {
   type RestoreResult,
   type RestoreSource,
 } from "./restore.ts";
+export { leftTargetUntouched } from "./backup-restore.ts";
 export { cleanUpRestore, findLeftovers, stagingDatabaseName, type StagingLeftovers } from "./staging.ts";

@@ -137,3 +137,10 @@ export async function readObject(store: BackupStore, object: ManifestObject, sig
   checkDigest(store, object, digest, "nothing was changed");
   return Buffer.concat(chunks);
 }
+
+/** `source` decompressed; an error on either side fails the result, so a reader sees it. */
+export function decompress(source: Readable, compression: Compression): Readable {
+  const out = createDecompressor(compression);
+  pipe(source, out, () => undefined);
+  return out;
+}

@@ -2,6 +2,10 @@
 // S3-compatible stores need (custom endpoint, path-style addressing, a custom
 // CA, checksums only when required), and every S3 failure turned into a
 // BackupError whose reason says what to fix.
+//
+// One file of ~400 lines on purpose: it is the one place the S3 client is
+// made and called (BucketClient, every request through s3Failure), with
+// BackupStore, a few lines, as its view of one backup's folder.
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { splitStatements, statementText } from "../restore/statements.ts";
-import { delimiterFor, objectHeader, renderPostDataObject, renderSchemaObject, type DatabaseSchema } from "./schema.ts";
+import type { DatabaseSchema } from "./schema.ts";
+import { delimiterFor, objectHeader, renderPostDataObject, renderSchemaObject } from "./schema-objects.ts";
 
 const context = { characterSetClient: "utf8mb4", collationConnection: "utf8mb4_general_ci" };
 
