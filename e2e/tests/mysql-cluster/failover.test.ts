@@ -99,8 +99,8 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       const table = `app.writes_${trial}`;
       await onPod(servers, old, password, `CREATE TABLE ${table} (id INT PRIMARY KEY)`);
       const writer = startWriter(name, table);
-      await sleep(1500);
-      const acknowledgedBefore = writer.acknowledged.length;
+      // Writing before the loss: a few dozen acknowledged (how fast depends on the machine's load).
+      await waitFor("writes acknowledged before the loss", () => Promise.resolve(writer.acknowledged.length >= 30 ? true : undefined), 60_000, 20);
       const lostAt = Date.now();
       await loseNode(old);
       const promoted = await waitFor("a new primary on record", async () => {
@@ -114,7 +114,6 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       const writableMs = Date.now() - lostAt;
       await sleep(1000);
       await writer.stop();
-      expect(acknowledgedBefore).toBeGreaterThan(20);
 
       const stored = await ids(next, password, table);
       const lost = writer.acknowledged.filter((id) => !stored.has(id));

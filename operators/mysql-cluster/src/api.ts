@@ -1,5 +1,5 @@
 // MySQLCluster: a replicated MySQL or MariaDB deployment — one primary and
-// asynchronous GTID replicas in a StatefulSet — declared as one resource.
+// GTID replicas (semi-synchronous by default) in a StatefulSet — declared as one resource.
 import {
   QUANTITY_PATTERN,
   array,
@@ -90,7 +90,7 @@ export const MySQLClusterKind = defineKind({
   shortNames: ["myc"],
   scope: "Namespaced",
   description:
-    "A replicated MySQL or MariaDB deployment: a primary and asynchronous GTID replicas in a StatefulSet, with Services for the primary " +
+    "A replicated MySQL or MariaDB deployment: a primary and GTID replicas (semi-synchronous by default) in a StatefulSet, failed over automatically when the primary is lost, with Services for the primary " +
     "and the replicas. The operator also publishes a MySQLInstance named after the cluster, pointing at the primary, so DatabaseUser and " +
     "MySQLBackup objects work on the cluster unchanged.",
   validations: [{ rule: "!has(self.spec.primary) || self.spec.primary < self.spec.replicas", message: "spec.primary must be the ordinal of a pod of the cluster (below spec.replicas)", fieldPath: ".spec.primary" }],

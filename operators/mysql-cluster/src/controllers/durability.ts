@@ -27,7 +27,7 @@ export function semiSyncCondition(cluster: MySQLCluster, flavor: "MariaDB" | "My
   if (flavor !== "MariaDB") return { type: SEMI_SYNC_CONDITION, status: "False", reason: "Unsupported", message: "semi-synchronous replication is managed for MariaDB only: this cluster replicates asynchronously" };
   if (servers < 2) return { type: SEMI_SYNC_CONDITION, status: "False", reason: "NoReplicas", message: "a single server has no replica to acknowledge its commits: asynchronous until the cluster has 2 or more servers" };
   if (!state) return undefined;
-  if (!state.enabled) return { type: SEMI_SYNC_CONDITION, status: "False", reason: "Enabling", message: "turning semi-synchronous replication on at the primary" };
+  if (!state.enabled) return { type: SEMI_SYNC_CONDITION, status: "False", reason: "WaitingForReplica", message: "semi-synchronous replication is turned on at the primary once a replica replicates" };
   if (!state.active) {
     return {
       type: SEMI_SYNC_CONDITION,

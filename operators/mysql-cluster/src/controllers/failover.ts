@@ -101,6 +101,9 @@ export class FailoverWatch {
       this.unreachable.delete(key);
       return previous?.status === "True" ? { condition: { type: FAILOVER_NEEDED_CONDITION, status: "False", reason: "PrimaryReachable", message: `${primaryName} answers` } } : {};
     }
+    // A primary never seen answering (a new cluster's first server still starting) is not lost: it never was there.
+    const lastKnownPrimary = cluster.status?.members?.find((m) => m.name === primaryName)?.gtidExecuted;
+    if (lastKnownPrimary === undefined) return {};
     const now = this.clock.now();
     const seen = this.unreachable.get(key);
     const since = seen?.pod === primaryName ? seen.since : now;
@@ -139,7 +142,7 @@ export class FailoverWatch {
     const safety = promotionSafety(f.flavor, candidate, {
       semiSyncActive: semiSyncWasActive(cluster),
       unreachableReplicas: replicas.flatMap((r) => (r.kind === "unreachable" ? [r.name] : [])),
-      lastKnownPrimary: cluster.status?.members?.find((m) => m.name === primaryName)?.gtidExecuted,
+      lastKnownPrimary,
       oldPrimary: primaryName,
     });
     const allowDataLoss = cluster.spec.failover?.allowDataLoss ?? DEFAULT_ALLOW_DATA_LOSS;

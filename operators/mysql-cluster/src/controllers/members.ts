@@ -66,6 +66,9 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
       }
     } else {
       status.message = input.primaryError ?? "the server is not reachable yet";
+      // Its last position seen stays on record: a failover checks the candidate has it (controllers/failover.ts).
+      const seen = cluster.status?.members?.find((m) => m.name === status.name)?.gtidExecuted;
+      if (seen !== undefined) status.gtidExecuted = seen;
     }
     members.push({ ordinal: primaryOrdinal, pod: primaryPod, status });
   }
@@ -88,6 +91,15 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
       else status.message = memberError(err);
     }
   }
+  // Semi-sync is turned on once a replica replicates: before, every commit would wait out the timeout.
+  if (primary && primaryState && input.semiSync.enabled && members.some((m) => m.status.role === "replica" && m.status.ioThread)) {
+    try {
+      await ensurePrimarySemiSync(primary, input.semiSync);
+      semiSync = await readSemiSync(primary);
+    } catch (err) {
+      memberError(err);
+    }
+  }
   members.sort((a, b) => a.ordinal - b.ordinal);
   return { members, seeds, semiSync, errant };
 }
@@ -95,8 +107,11 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
 async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConnection, ordinal: number, input: MembersInput, ctx: ReconcileContext): Promise<ServerState> {
   let state = await readServer(conn);
   if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
-  // Semi-sync first: the first write it takes is already acknowledged by a replica.
-  const done = [...(await ensurePrimarySemiSync(conn, input.semiSync)), ...(await makeWritable(conn, state, input.replicationPassword))];
+  // Semi-sync before writes, when replicas were replicating (a primary just promoted): its first write
+  // is already acknowledged by one. A new cluster's primary gets it once a replica replicates (below).
+  const replicated = cluster.status?.members?.some((m) => m.role === "replica" && m.ioThread) ?? false;
+  const semiSync = !input.semiSync.enabled || replicated ? await ensurePrimarySemiSync(conn, input.semiSync) : [];
+  const done = [...semiSync, ...(await makeWritable(conn, state, input.replicationPassword))];
   if (done.length > 0) {
     ctx.log.info("primary prepared", { pod: podName(cluster.metadata.name ?? "", ordinal), done });
     await d.events.record(cluster, "Normal", "PrimaryConfigured", `${podName(cluster.metadata.name ?? "", ordinal)} is the primary: ${done.join(", ")}`);
