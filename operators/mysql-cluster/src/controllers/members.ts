@@ -55,6 +55,9 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
   const primaryPod = pods.get(primaryOrdinal);
   if (primaryPod) {
     const status: MemberStatus = { name: podName(name, primaryOrdinal), role: "primary", ready: false };
+    // Its last position seen stays on record until it answers again: a failover checks the candidate has it (controllers/failover.ts).
+    const seen = cluster.status?.members?.find((m) => m.name === status.name)?.gtidExecuted;
+    if (seen !== undefined) status.gtidExecuted = seen;
     if (primary) {
       try {
         primaryState = await preparePrimary(d, cluster, primary, primaryOrdinal, input, ctx);
@@ -66,9 +69,6 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
       }
     } else {
       status.message = input.primaryError ?? "the server is not reachable yet";
-      // Its last position seen stays on record: a failover checks the candidate has it (controllers/failover.ts).
-      const seen = cluster.status?.members?.find((m) => m.name === status.name)?.gtidExecuted;
-      if (seen !== undefined) status.gtidExecuted = seen;
     }
     members.push({ ordinal: primaryOrdinal, pod: primaryPod, status });
   }
