@@ -13,13 +13,16 @@
 // with the same name (a restart by the operator) restarts its server on the
 // same data, with the ConfigMap as it is now. An image tagged "broken" never
 // starts a server: the container that crash-loops, for the health-gate tests.
-import { mkdirSync, writeFileSync } from "node:fs";
+// For the failover tests a pod's server can be killed (and revived on its
+// data) and the pod marked not Ready, as a lost node's pods are (KWOK pods have
+// no kubelet to notice).
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { builtin, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from "@stateward/core";
 import type { ServerAddress, ServerAddressResolver } from "@stateward/mysql";
 import { MY_CNF_KEY, ROLE_LABEL, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
-import { startMariaDB, stopMariaDB, type MariaDBEndpoint } from "../harness/index.ts";
+import { isAlive, startMariaDB, stopMariaDB, type MariaDBEndpoint } from "../harness/index.ts";
 import { PV } from "./storage.ts";
 
 interface Pod extends KubeObject {
@@ -179,6 +182,33 @@ export class LocalPodServers implements ServerAddressResolver {
     writeFileSync(defaultsFile, `${cm.data?.[MY_CNF_KEY] ?? ""}\n[mysqld]\nserver_id = ${SERVER_ID_BASE + ordinal}\n`);
     const ep = await startMariaDB({ dir, rootPassword: password, defaultsFile });
     return { ...ep, pod: name };
+  }
+
+  /** Kills a pod's server at once (SIGKILL, no shutdown): a crash or a lost node. The pod stays as it is; its server is not restarted until revive. */
+  async kill(pod: string): Promise<void> {
+    const server = await this.servers.get(pod);
+    if (server?.pid === undefined) throw new Error(`no server runs for ${pod}`);
+    process.kill(server.pid, "SIGKILL");
+    while (isAlive(server.pid)) await sleep(20);
+  }
+
+  /**
+   * Starts a killed pod's server again on its data, from the ConfigMap as it is now (a new port, as
+   * a new container gets a new address); `fresh`: on an empty data directory, as after its volume was replaced.
+   */
+  async revive(pod: string, { fresh = false }: { fresh?: boolean } = {}): Promise<LocalServer> {
+    const live = await this.client.get<Pod>(builtin.pod, this.namespace, pod);
+    if (fresh) rmSync(join(this.dir, "servers", this.namespace, pod), { recursive: true, force: true });
+    const started = this.startServer(live);
+    this.servers.set(pod, started);
+    this.startedFor.set(pod, live.metadata.uid ?? "");
+    return started;
+  }
+
+  /** Sets the pod's Ready condition, as a kubelet (or the node controller, for a lost node) would. */
+  async setPodReady(pod: string, ready: boolean): Promise<void> {
+    const condition = { type: "Ready", status: ready ? "True" : "False", reason: ready ? "" : "NodeLost", lastTransitionTime: new Date().toISOString() };
+    await this.client.patch(builtin.pod, this.namespace, pod, { status: { conditions: [condition] } }, "strategic", "status");
   }
 
   async stop(): Promise<void> {

@@ -1,5 +1,5 @@
 // MySQLCluster: a replicated MySQL or MariaDB deployment — one primary and
-// asynchronous GTID replicas in a StatefulSet — declared as one resource.
+// GTID replicas (semi-synchronous by default) in a StatefulSet — declared as one resource.
 import {
   QUANTITY_PATTERN,
   array,
@@ -37,6 +37,31 @@ export const DEFAULT_MAX_LAG_SECONDS = 30;
 export const DEFAULT_PAUSED = false;
 /** How long a restarted pod has to come back Ready before the rollout stops. */
 export const DEFAULT_HEALTH_GATE_SECONDS = 300;
+export const REPLICATION_MODES = ["SemiSync", "Async"] as const;
+export type ReplicationMode = (typeof REPLICATION_MODES)[number];
+/**
+ * Loss-less by default: with SemiSync a commit is acknowledged to the client
+ * only once a replica has it, so a failover can promote a server holding
+ * every acknowledged write. A 3-server cluster keeps that with one replica down.
+ */
+export const DEFAULT_REPLICATION_MODE = "SemiSync" satisfies ReplicationMode;
+/**
+ * How long the primary waits for a replica's acknowledgement before it commits
+ * without one (falling back to asynchronous, reported): MariaDB's own default,
+ * long enough for a replica's restart to be the only thing that trips it.
+ */
+export const DEFAULT_SEMI_SYNC_TIMEOUT_SECONDS = 10;
+export const FAILOVER_POLICIES = ["Automatic", "Manual"] as const;
+export type FailoverPolicy = (typeof FAILOVER_POLICIES)[number];
+export const DEFAULT_FAILOVER_POLICY = "Automatic" satisfies FailoverPolicy;
+/**
+ * How long the primary must be unreachable (with a second signal) before it
+ * is failed over: three times the semi-sync timeout — a server restart or a
+ * network blip is over well within it, and a lost node costs half a minute.
+ */
+export const DEFAULT_DETECTION_SECONDS = 30;
+/** A failover that could lose acknowledged writes waits for the user unless this is set. */
+export const DEFAULT_ALLOW_DATA_LOSS = false;
 
 // The operator's pace (no field of the spec): how soon a cluster is looked at again.
 /** While something is converging. */
@@ -65,7 +90,7 @@ export const MySQLClusterKind = defineKind({
   shortNames: ["myc"],
   scope: "Namespaced",
   description:
-    "A replicated MySQL or MariaDB deployment: a primary and asynchronous GTID replicas in a StatefulSet, with Services for the primary " +
+    "A replicated MySQL or MariaDB deployment: a primary and GTID replicas (semi-synchronous by default) in a StatefulSet, failed over automatically when the primary is lost, with Services for the primary " +
     "and the replicas. The operator also publishes a MySQLInstance named after the cluster, pointing at the primary, so DatabaseUser and " +
     "MySQLBackup objects work on the cluster unchanged.",
   validations: [{ rule: "!has(self.spec.primary) || self.spec.primary < self.spec.replicas", message: "spec.primary must be the ordinal of a pod of the cluster (below spec.replicas)", fieldPath: ".spec.primary" }],
@@ -162,6 +187,58 @@ export const MySQLClusterKind = defineKind({
           default: DEFAULT_SECRET_DELETION_POLICY,
         }),
       ),
+      replication: optional(
+        object(
+          {
+            mode: optional(
+              stringEnum(
+                REPLICATION_MODES,
+                "SemiSync (default): the primary acknowledges a commit to the client only once at least one replica has received it (MariaDB semi-synchronous replication, wait point AFTER_SYNC), so a failover loses no acknowledged write; each commit waits one round trip to the nearest replica. " +
+                  "When no replica acknowledges within semiSyncTimeoutSeconds the primary commits without (asynchronous) until one catches up: reported as the SemiSync condition (FellBackToAsync) and a Warning Event. " +
+                  "Used with 2 or more servers and MariaDB; a single server (no replica to acknowledge) and MySQL run asynchronous. " +
+                  "Async: commits never wait for a replica; a failover may lose the writes the replicas had not received.",
+                { default: DEFAULT_REPLICATION_MODE },
+              ),
+            ),
+            semiSyncTimeoutSeconds: optional(
+              integer("How long a commit waits for a replica's acknowledgement before the primary falls back to asynchronous replication (SemiSync only).", {
+                minimum: 1,
+                maximum: 3600,
+                default: DEFAULT_SEMI_SYNC_TIMEOUT_SECONDS,
+              }),
+            ),
+          },
+          "How durable a commit is: whether the primary waits for a replica before acknowledging it.",
+          { default: {} },
+        ),
+      ),
+      failover: optional(
+        object(
+          {
+            policy: optional(
+              stringEnum(
+                FAILOVER_POLICIES,
+                "Automatic (default): a lost primary is replaced by the most complete replica. Manual: the operator only reports it (condition FailoverNeeded and an Event); setting spec.primary to a replica's ordinal promotes that replica, even with the old primary gone.",
+                { default: DEFAULT_FAILOVER_POLICY },
+              ),
+            ),
+            detectionSeconds: optional(
+              integer("How long the primary must be unreachable from the operator, with a second signal (its pod not Ready or gone, its container not running, or no replica connected to it), before it counts as lost. Never during a rollout.", {
+                minimum: 5,
+                maximum: 3600,
+                default: DEFAULT_DETECTION_SECONDS,
+              }),
+            ),
+            allowDataLoss: optional(
+              boolean("Promote a replica even when it may lack writes the lost primary acknowledged (Async, or SemiSync that had fallen back to asynchronous, with every replica behind the primary's last known position). The FailedOver Event names the transactions that may be lost. Off by default: such a failover waits (condition FailoverNeeded, reason NoSafeCandidate).", {
+                default: DEFAULT_ALLOW_DATA_LOSS,
+              }),
+            ),
+          },
+          "What happens when the primary is lost (its server unreachable and its pod not Ready): a replica is promoted, the others follow it, the primary Service and the published MySQLInstance point at it. A returning old primary rejoins as a replica unless it holds transactions the new primary lacks.",
+          { default: {} },
+        ),
+      ),
       updateStrategy: optional(
         object(
           {
@@ -221,6 +298,18 @@ export const MySQLClusterKind = defineKind({
             startedAt: string("When it was restarted (the health gate counts from here).", { format: "date-time" }),
           },
           "The rollout step in progress, if any.",
+        ),
+      ),
+      lastFailover: optional(
+        object(
+          {
+            from: string("The primary that was lost."),
+            to: string("The replica promoted in its place."),
+            detectedAt: string("When the primary was found lost: unreachable for detectionSeconds, confirmed by a second signal.", { format: "date-time" }),
+            promotedAt: string("When the new primary was recorded.", { format: "date-time" }),
+            position: optional(string("The new primary's executed GTIDs at promotion.")),
+          },
+          "The last failover (a lost primary replaced), if any.",
         ),
       ),
       flavor: optional(stringEnum(FLAVORS, "MySQL or MariaDB, as detected from the primary.")),

@@ -32,9 +32,11 @@ describe("my.cnf", () => {
   });
 
   it("never lets config override what the operator manages", () => {
-    const s = effectiveSettings("MariaDB", { "Server-Id": "7", read_only: "ON", log_bin: "off" });
+    const s = effectiveSettings("MariaDB", { "Server-Id": "7", read_only: "OFF", log_bin: "off", rpl_semi_sync_master_enabled: "ON" });
     expect(s.has("server_id")).toBe(false);
-    expect(s.has("read_only")).toBe(false);
+    // Every server starts read-only (fencing); only the operator makes the primary writable.
+    expect(s.get("read_only")).toBe("ON");
+    expect(s.has("rpl_semi_sync_master_enabled")).toBe(false);
     expect(s.get("log_bin")).toBe("mysql-bin");
     expect(OPERATOR_OWNED_SETTINGS).toContain("server_id");
   });

@@ -31,12 +31,20 @@ export const OPERATOR_OWNED_SETTINGS = [
   "skip_networking",
   "pid_file",
   "user",
+  // Semi-synchronous replication: the primary's switch is turned on by the operator (replication.mode).
+  "rpl_semi_sync_master_enabled",
+  "rpl_semi_sync_slave_enabled",
+  "rpl_semi_sync_master_wait_point",
+  "rpl_semi_sync_master_timeout",
 ] as const;
 
 /** The first server id; pod ordinal N gets SERVER_ID_BASE + N (the init container writes it). */
 export const SERVER_ID_BASE = 1000;
 
 const common: Record<string, string> = {
+  // Fencing: every server starts read-only; only the operator makes the primary it recorded in
+  // status writable. A returning old primary never takes writes on its own.
+  read_only: "ON",
   binlog_format: "ROW",
   binlog_expire_logs_seconds: "604800",
   sync_binlog: "1",
@@ -54,6 +62,11 @@ const defaults: Record<Flavor, Record<string, string>> = {
     gtid_strict_mode: "ON",
     gtid_domain_id: "0",
     collation_server: "utf8mb4_unicode_ci",
+    // Every replica acknowledges what it receives; only the primary waits for it (the operator
+    // turns rpl_semi_sync_master_enabled on there). AFTER_SYNC: a commit becomes visible only once
+    // a replica has it, so no client reads a write a failover could lose.
+    rpl_semi_sync_slave_enabled: "ON",
+    rpl_semi_sync_master_wait_point: "AFTER_SYNC",
   },
   MySQL: {
     ...common,

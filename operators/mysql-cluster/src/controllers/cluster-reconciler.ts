@@ -16,6 +16,10 @@
 //                   first (volumes.ts)
 //   4. scale in     replication stopped on the ordinals leaving, then the
 //                   StatefulSet shrinks; the primary is never removed
+//   4b. failover    a primary that does not answer is watched; once lost
+//                   (detectionSeconds and a second signal) the most complete
+//                   replica is promoted, or FailoverNeeded says why not
+//                   (failover.ts)
 //   5. members      the primary (chosen from the servers' histories when status
 //                   names none: primary.ts) made writable with the replication
 //                   account; each replica seeded when the primary lacks the
@@ -41,6 +45,8 @@ import { MY_CNF_KEY, configHash, configMap } from "../resources/objects.ts";
 import { compareQuantity } from "../resources/quantity.ts";
 import { ConfigCheck } from "./config-check.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
+import { SEMI_SYNC_CONDITION, reportSemiSyncChange, semiSyncCondition, semiSyncWish } from "./durability.ts";
+import { FailoverWatch, errantCondition, failedOverCondition } from "./failover.ts";
 import { convergeMembers, retire } from "./members.ts";
 import { applyServingObjects, applyStatefulSet } from "./owned-objects.ts";
 import { checkOwnedNames } from "./ownership.ts";
@@ -66,11 +72,13 @@ export class ClusterReconciler implements Reconciler {
   private readonly configCheck = new ConfigCheck();
   private readonly seeding: ReplicaSeeding;
   private readonly decisions: RecordedDecisions;
+  private readonly failover: FailoverWatch;
 
   constructor(deps: ClusterReconcilerDeps) {
     this.d = deps;
     this.seeding = new ReplicaSeeding(deps.tasks, () => deps.clock.now().getTime());
     this.decisions = new RecordedDecisions(deps.clock);
+    this.failover = new FailoverWatch(deps.clock);
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
@@ -80,6 +88,7 @@ export class ClusterReconciler implements Reconciler {
       // Owned objects go with the cluster (garbage collection); close the pools of its pods.
       await this.seeding.forget(ns, req.name);
       this.decisions.forget(ns, req.name);
+      this.failover.forget(ns, req.name);
       for (let ordinal = 0; ordinal < POOL_ORDINALS; ordinal++) this.d.connector.forget(ns, memberPoolName(req.name, ordinal));
       return undefined;
     }
@@ -147,7 +156,10 @@ export class ClusterReconciler implements Reconciler {
     let primaryError: string | undefined;
     if (primaryPod && primaryOrdinal !== undefined) {
       try {
-        primary = await connectMember(this.d.connector, cluster, primaryOrdinal, primaryPod.metadata.uid ?? "");
+        const conn = await connectMember(this.d.connector, cluster, primaryOrdinal, primaryPod.metadata.uid ?? "");
+        // A pool opened before the server went answers connect() still: only a statement tells (failover.ts counts on it).
+        await conn.query("SELECT 1");
+        primary = conn;
       } catch (err) {
         primaryError = memberError(err);
       }
@@ -185,8 +197,30 @@ export class ClusterReconciler implements Reconciler {
 
     if (primaryOrdinal === undefined) return awaitPrimary(this.d, cluster, pods, unknownPrimary!, ctx);
 
+    // 4b. Failover: a primary that does not answer is watched, and replaced once lost.
+    const failover = await this.failover.check({
+      d: this.d,
+      decisions: this.decisions,
+      cluster,
+      pods,
+      primaryOrdinal,
+      primaryError: primary ? undefined : (primaryError ?? "its pod does not exist"),
+      flavor: serverFlavor,
+      ctx,
+    });
+    if (failover.moved) return { requeueAfter: failover.requeueAfter ?? DECISION_RECHECK_MS };
+
     // 5. Members.
-    const { members, seeds } = await convergeMembers(this.d, this.seeding, cluster, { pods, primaryOrdinal, primary, primaryError, staying: stsReplicas, replicationPassword }, ctx);
+    const servers = Math.min(desired, stsReplicas);
+    const { members, seeds, semiSync, errant } = await convergeMembers(
+      this.d,
+      this.seeding,
+      cluster,
+      { pods, primaryOrdinal, primary, primaryError, staying: stsReplicas, replicationPassword, semiSync: semiSyncWish(cluster, serverFlavor, servers) },
+      ctx,
+    );
+    const durability = semiSyncCondition(cluster, serverFlavor, servers, semiSync);
+    await reportSemiSyncChange(this.d.events, cluster, findCondition(cluster.status?.conditions, SEMI_SYNC_CONDITION), durability);
 
     // 6. Pods: role label and readiness gate.
     for (const m of members) await updatePod(this.d, m);
@@ -208,13 +242,20 @@ export class ClusterReconciler implements Reconciler {
       members: members.map((m) => m.status),
       ...(primary ? { primaryServer: { flavor: primary.server.flavor, version: primary.server.version } } : {}),
       rollout,
-      extra: [storage.condition, seedingCondition(seeds, findCondition(cluster.status?.conditions, "Seeding"))],
+      extra: [
+        storage.condition,
+        seedingCondition(seeds, findCondition(cluster.status?.conditions, "Seeding")),
+        durability,
+        failover.condition,
+        failedOverCondition(cluster.status?.lastFailover),
+        errantCondition(errant, findCondition(cluster.status?.conditions, "ErrantTransactions")),
+      ],
     });
     await writeStatus(this.d.client, RT, cluster, readyStatus(report.fields, report.ready, report.others));
     if (cluster.status?.phase !== report.phase) {
       ctx.log.info("cluster phase changed", { from: cluster.status?.phase, to: report.phase });
       if (report.phase === "Running") await this.d.events.record(cluster, "Normal", "Running", report.message);
     }
-    return { requeueAfter: report.requeueAfter };
+    return { requeueAfter: Math.min(report.requeueAfter, failover.requeueAfter ?? report.requeueAfter) };
   }
 }

@@ -8,9 +8,10 @@ import type { ReconcileContext } from "@stateward/core";
 import { MySQLError, replicationSource, type InstanceConnection } from "@stateward/mysql";
 import { DEFAULT_MAX_LAG_SECONDS, type MemberStatus, type MySQLCluster } from "../api.ts";
 import { SERVER_ID_BASE } from "../config/my-cnf.ts";
-import { gtidContains } from "../replication/gtid.ts";
+import { errantTransactions, gtidContains } from "../replication/gtid.ts";
 import { connectMember, memberPoolName } from "../replication/members.ts";
 import { SeedBusyError, SeedError, seedReplica } from "../replication/seed.ts";
+import { ensurePrimarySemiSync, ensureReplicaSemiSync, readSemiSync, type SemiSyncState, type SemiSyncWish } from "../replication/semi-sync.ts";
 import { preparePrimary as makeWritable, primaryHasHistoryFor, readReplica, readServer, setServerId, startReplica, stopReplica, type ServerState } from "../replication/server.ts";
 import { MYSQL_PORT, podHost, podName } from "../resources/names.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
@@ -29,6 +30,8 @@ export interface MembersInput {
   /** Ordinals from here on are leaving (scale-in): not members any more. */
   staying: number;
   replicationPassword: string;
+  /** The primary's semi-sync side (controllers/durability.ts). */
+  semiSync: SemiSyncWish;
 }
 
 export interface MembersObserved {
@@ -36,6 +39,10 @@ export interface MembersObserved {
   members: Observed[];
   /** What the replicas that need seeding are doing. */
   seeds: SeedView[];
+  /** The primary's semi-sync state; undefined when it did not answer. */
+  semiSync: SemiSyncState | undefined;
+  /** Servers not rejoined because they hold transactions the primary lacks, with those transactions. */
+  errant: { pod: string; gtids: string[] }[];
 }
 
 /** The primary made writable, each replica converged; what each one is. */
@@ -44,12 +51,17 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
   const { pods, primaryOrdinal, primary } = input;
   const members: Observed[] = [];
   let primaryState: ServerState | undefined;
+  let semiSync: SemiSyncState | undefined;
   const primaryPod = pods.get(primaryOrdinal);
   if (primaryPod) {
     const status: MemberStatus = { name: podName(name, primaryOrdinal), role: "primary", ready: false };
+    // Its last position seen stays on record until it answers again: a failover checks the candidate has it (controllers/failover.ts).
+    const seen = cluster.status?.members?.find((m) => m.name === status.name)?.gtidExecuted;
+    if (seen !== undefined) status.gtidExecuted = seen;
     if (primary) {
       try {
-        primaryState = await preparePrimary(d, cluster, primary, primaryOrdinal, input.replicationPassword, ctx);
+        primaryState = await preparePrimary(d, cluster, primary, primaryOrdinal, input, ctx);
+        semiSync = await readSemiSync(primary);
         status.ready = !primaryState.readOnly;
         status.gtidExecuted = primaryState.gtidExecuted;
       } catch (err) {
@@ -61,6 +73,7 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
     members.push({ ordinal: primaryOrdinal, pod: primaryPod, status });
   }
   const seeds: SeedView[] = [];
+  const errant: { pod: string; gtids: string[] }[] = [];
   for (const [ordinal, pod] of [...pods].sort(([a], [b]) => a - b)) {
     if (ordinal === primaryOrdinal || ordinal >= input.staying) continue;
     const status: MemberStatus = { name: podName(name, ordinal), role: "replica", ready: false };
@@ -71,20 +84,34 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
     }
     try {
       const seed = await convergeReplica(d, seeding, cluster, { conn: primary, ordinal: primaryOrdinal, state: primaryState }, ordinal, pod, input.replicationPassword, status, ctx);
-      if (seed) seeds.push(seed);
+      if (seed && "errant" in seed) errant.push({ pod: status.name, gtids: seed.errant });
+      else if (seed) seeds.push(seed);
     } catch (err) {
       if (err instanceof SeedError) status.message = `seeding failed: ${err.message}`;
       else status.message = memberError(err);
     }
   }
+  // Semi-sync is turned on once a replica replicates: before, every commit would wait out the timeout.
+  if (primary && primaryState && input.semiSync.enabled && members.some((m) => m.status.role === "replica" && m.status.ioThread)) {
+    try {
+      await ensurePrimarySemiSync(primary, input.semiSync);
+      semiSync = await readSemiSync(primary);
+    } catch (err) {
+      memberError(err);
+    }
+  }
   members.sort((a, b) => a.ordinal - b.ordinal);
-  return { members, seeds };
+  return { members, seeds, semiSync, errant };
 }
 
-async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConnection, ordinal: number, replicationPassword: string, ctx: ReconcileContext): Promise<ServerState> {
+async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConnection, ordinal: number, input: MembersInput, ctx: ReconcileContext): Promise<ServerState> {
   let state = await readServer(conn);
   if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
-  const done = await makeWritable(conn, state, replicationPassword);
+  // Semi-sync before writes, when replicas were replicating (a primary just promoted): its first write
+  // is already acknowledged by one. A new cluster's primary gets it once a replica replicates (below).
+  const replicated = cluster.status?.members?.some((m) => m.role === "replica" && m.ioThread) ?? false;
+  const semiSync = !input.semiSync.enabled || replicated ? await ensurePrimarySemiSync(conn, input.semiSync) : [];
+  const done = [...semiSync, ...(await makeWritable(conn, state, input.replicationPassword))];
   if (done.length > 0) {
     ctx.log.info("primary prepared", { pod: podName(cluster.metadata.name ?? "", ordinal), done });
     await d.events.record(cluster, "Normal", "PrimaryConfigured", `${podName(cluster.metadata.name ?? "", ordinal)} is the primary: ${done.join(", ")}`);
@@ -93,7 +120,12 @@ async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConn
   return state;
 }
 
-/** One replica: seeded if it must be, pointed at the primary, judged; returns what its seed does, when it needs one. */
+/**
+ * One replica: seeded if it must be, pointed at the primary, judged; returns what its seed does, when
+ * it needs one, or the transactions it holds that the primary lacks (errant: a returning old primary's
+ * unacknowledged last writes, a write made on a replica by hand) — such a server is not pointed at the
+ * primary, where replication would stop on them or, worse, go on around them.
+ */
 async function convergeReplica(
   d: Deps,
   seeding: ReplicaSeeding,
@@ -104,7 +136,7 @@ async function convergeReplica(
   replicationPassword: string,
   status: MemberStatus,
   ctx: ReconcileContext,
-): Promise<SeedView | undefined> {
+): Promise<SeedView | { errant: string[] } | undefined> {
   const name = cluster.metadata.name ?? "";
   const ns = cluster.metadata.namespace ?? "";
   const pName = podName(name, ordinal);
@@ -119,6 +151,11 @@ async function convergeReplica(
   }
   if (!replica.configured || replica.sourceHost !== source.host || replica.sourcePort !== source.port) {
     const state = await readServer(conn);
+    const errant = errantTransactions(primary.conn.server.flavor, primary.state.history, state.history);
+    if (errant.length > 0) {
+      status.message = `not rejoined: it holds transactions the primary ${podName(name, primary.ordinal)} lacks (errant: ${errant.join(", ")}); it stays read-only. Inspect them, then delete its pod and volume to have it seeded from the primary`;
+      return { errant };
+    }
     if (!(await primaryHasHistoryFor(primary.conn, state.gtidExecuted))) {
       if (state.userDatabases > 0) {
         status.message = "the primary no longer has the binary logs this server needs, and the server holds data, so it cannot be seeded; delete its volume to have it seeded from scratch";
@@ -137,6 +174,7 @@ async function convergeReplica(
     await d.events.record(cluster, "Normal", "ReplicationConfigured", `${pName} replicates from ${podName(name, primary.ordinal)}`);
     replica = await readReplica(conn);
   }
+  await ensureReplicaSemiSync(conn);
   const state = await readServer(conn);
   const maxLag = cluster.spec.updateStrategy?.maxLagSeconds ?? DEFAULT_MAX_LAG_SECONDS;
   status.ioThread = replica.ioRunning;

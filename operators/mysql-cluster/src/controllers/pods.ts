@@ -12,7 +12,7 @@ import type { RunningServer } from "./runtime-config.ts";
 
 export interface Pod extends KubeObject {
   spec?: { nodeName?: string };
-  status?: { phase?: string; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+  status?: { phase?: string; conditions?: { type: string; status: string; reason?: string; message?: string }[]; containerStatuses?: { state?: { running?: unknown } }[] };
 }
 
 export interface StatefulSetObject extends KubeObject {

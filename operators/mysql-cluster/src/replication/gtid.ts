@@ -121,3 +121,25 @@ export function historyContains(flavor: Flavor, have: string, need: string): boo
   }
   return true;
 }
+
+/**
+ * What a server's history holds that `reference` (the primary's) lacks — its
+ * errant transactions: MariaDB, each origin's last transaction beyond the
+ * primary's ("0-1000-57"); MySQL, the intervals the primary does not contain.
+ * Empty when the server can follow the primary as it is.
+ */
+export function errantTransactions(flavor: Flavor, reference: string, history: string): string[] {
+  if (flavor === "MariaDB") {
+    const ref = parseMariaDBBinlogState(reference);
+    return [...parseMariaDBBinlogState(history)].filter(([origin, seq]) => (ref.get(origin) ?? -1n) < seq).map(([origin, seq]) => `${origin}-${seq}`);
+  }
+  const ref = parseMySQLGtidSet(reference);
+  const out: string[] = [];
+  for (const [uuid, intervals] of parseMySQLGtidSet(history)) {
+    const mine = ref.get(uuid) ?? [];
+    for (const [first, last] of intervals) {
+      if (!mine.some(([a, b]) => a <= first && last <= b)) out.push(`${uuid}:${first === last ? `${first}` : `${first}-${last}`}`);
+    }
+  }
+  return out;
+}

@@ -34,6 +34,8 @@ export interface ReplicaState {
   sqlRunning: boolean;
   lagSeconds?: number;
   lastError?: string;
+  /** What its I/O thread has received from the source: MariaDB Gtid_IO_Pos, MySQL Retrieved_Gtid_Set. */
+  received?: string;
 }
 
 function str(row: Row | undefined, ...names: string[]): string | undefined {
@@ -71,6 +73,7 @@ export async function readReplica(conn: InstanceConnection): Promise<ReplicaStat
   const lag = str(row, "Seconds_Behind_Master", "Seconds_Behind_Source");
   const ioError = str(row, "Last_IO_Error") ?? "";
   const sqlError = str(row, "Last_SQL_Error") ?? "";
+  const received = str(row, "Gtid_IO_Pos", "Retrieved_Gtid_Set");
   return {
     configured: host !== "",
     sourceHost: host,
@@ -78,6 +81,7 @@ export async function readReplica(conn: InstanceConnection): Promise<ReplicaStat
     ioRunning: str(row, "Slave_IO_Running", "Replica_IO_Running") === "Yes",
     sqlRunning: str(row, "Slave_SQL_Running", "Replica_SQL_Running") === "Yes",
     ...(lag !== undefined ? { lagSeconds: Number(lag) } : {}),
+    ...(received ? { received } : {}),
     ...(ioError || sqlError ? { lastError: [ioError, sqlError].filter((e) => e !== "").join("; ") } : {}),
   };
 }

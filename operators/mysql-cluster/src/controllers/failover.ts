@@ -1,0 +1,220 @@
+// A lost primary replaced (issue: automatic failover without losing
+// acknowledged writes). Runs when the primary on record does not answer:
+//
+//   detect    failover-detection.ts decides from how long it has not answered
+//             (remembered here, in memory: a restarted manager starts counting
+//             again, which only delays a failover) and a second signal;
+//   report    Manual policy, or no candidate that keeps every acknowledged
+//             write: the FailoverNeeded condition and a Warning Event;
+//   promote   the candidate (replication/candidate.ts) applies what it
+//             received (bounded), stops replicating, and is recorded in status
+//             before anything else (recorded-decisions.ts); the role labels
+//             move (the primary Service, and with it the published
+//             MySQLInstance, follows). The next reconcile makes it writable
+//             (members.ts: semi-sync on first), points the other replicas at
+//             it, and a returning old primary rejoins as a replica unless it
+//             holds transactions the new primary lacks.
+//
+// Fencing is by construction: every server starts read-only (my.cnf) and only
+// the member in status.currentPrimary is made writable.
+import { setTimeout as sleep } from "node:timers/promises";
+import { builtin, findCondition, type Clock, type ConditionUpdate, type ReconcileContext } from "@stateward/core";
+import type { Flavor } from "@stateward/mysql";
+import { DEFAULT_ALLOW_DATA_LOSS, DEFAULT_DETECTION_SECONDS, DEFAULT_FAILOVER_POLICY, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
+import { chooseCandidate, promotionSafety, receivedOf, type ReplicaProgress } from "../replication/candidate.ts";
+import { gtidContains } from "../replication/gtid.ts";
+import { connectMember } from "../replication/members.ts";
+import { readReplica, readServer, stopReplica } from "../replication/server.ts";
+import { ROLE_LABEL, podName } from "../resources/names.ts";
+import type { ClusterReconcilerDeps } from "./deps.ts";
+import { semiSyncWasActive } from "./durability.ts";
+import { detectPrimaryLoss } from "./failover-detection.ts";
+import type { Pod } from "./pods.ts";
+import { ignoreNotFound, memberError } from "./problems.ts";
+import { DECISION_RECHECK_MS, type RecordedDecisions } from "./recorded-decisions.ts";
+
+export const FAILOVER_NEEDED_CONDITION = "FailoverNeeded";
+export const FAILED_OVER_CONDITION = "FailedOver";
+/** How long the candidate may take to apply what it received before the promotion is put off to a later reconcile. */
+const APPLY_RELAY_LOG_MS = 30_000;
+/** While the primary does not answer, the cluster is looked at this often: detection is counted in seconds. */
+const SUSPECT_REQUEUE_MS = 1_000;
+
+type Update = Omit<ConditionUpdate, "observedGeneration">;
+type Deps = Pick<ClusterReconcilerDeps, "client" | "connector" | "events" | "clock">;
+
+export interface FailoverInput {
+  d: Deps;
+  decisions: RecordedDecisions;
+  cluster: MySQLCluster;
+  pods: Map<number, Pod>;
+  primaryOrdinal: number;
+  /** Why the primary does not answer; undefined when it does. */
+  primaryError: string | undefined;
+  flavor: Flavor;
+  ctx: ReconcileContext;
+}
+
+export interface FailoverOutcome {
+  /** The primary moved: the reconcile ends here, the next one starts from the new primary. */
+  moved?: boolean;
+  /** FailoverNeeded, when there is something (new) to say. */
+  condition?: Update;
+  requeueAfter?: number;
+}
+
+/** The FailedOver condition, from status.lastFailover. */
+export function failedOverCondition(last: MySQLClusterStatus["lastFailover"]): Update | undefined {
+  if (!last) return undefined;
+  return { type: FAILED_OVER_CONDITION, status: "True", reason: "PrimaryLost", message: `${last.from} was lost (detected ${last.detectedAt}); ${last.to} was promoted at ${last.promotedAt}${last.position ? ` with ${last.position}` : ""}` };
+}
+
+/** Servers kept out of the cluster for holding transactions the primary lacks (see members.ts). */
+export function errantCondition(errant: { pod: string; gtids: string[] }[], previous: { status: string } | undefined): Update | undefined {
+  if (errant.length > 0) {
+    return { type: "ErrantTransactions", status: "True", reason: "NotRejoined", message: errant.map((e) => `${e.pod} holds ${e.gtids.join(", ")}, which the primary lacks: it is not rejoined (read-only); inspect it, then delete its pod and volume to reseed it`).join("; ") };
+  }
+  return previous?.status === "True" ? { type: "ErrantTransactions", status: "False", reason: "None", message: "every server follows the primary's history" } : undefined;
+}
+
+/** How long the primary of each cluster has not answered: the detection clock. */
+export class FailoverWatch {
+  private readonly clock: Clock;
+  private readonly unreachable = new Map<string, { pod: string; since: Date }>();
+
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
+
+  forget(namespace: string, name: string): void {
+    this.unreachable.delete(`${namespace}/${name}`);
+  }
+
+  async check(f: FailoverInput): Promise<FailoverOutcome> {
+    const { d, cluster, pods, primaryOrdinal, ctx } = f;
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    const key = `${ns}/${name}`;
+    const primaryName = podName(name, primaryOrdinal);
+    const previous = findCondition(cluster.status?.conditions, FAILOVER_NEEDED_CONDITION);
+    if (f.primaryError === undefined) {
+      this.unreachable.delete(key);
+      return previous?.status === "True" ? { condition: { type: FAILOVER_NEEDED_CONDITION, status: "False", reason: "PrimaryReachable", message: `${primaryName} answers` } } : {};
+    }
+    // A primary never seen answering (a new cluster's first server still starting) is not lost: it never was there.
+    const lastKnownPrimary = cluster.status?.members?.find((m) => m.name === primaryName)?.gtidExecuted;
+    if (lastKnownPrimary === undefined) return {};
+    const now = this.clock.now();
+    const seen = this.unreachable.get(key);
+    const since = seen?.pod === primaryName ? seen.since : now;
+    this.unreachable.set(key, { pod: primaryName, since });
+
+    const replicas = await observeReplicas(f);
+    const detection = detectPrimaryLoss({
+      now,
+      unreachableSince: since,
+      detectionSeconds: cluster.spec.failover?.detectionSeconds ?? DEFAULT_DETECTION_SECONDS,
+      signals: secondSignals(pods.get(primaryOrdinal), replicas),
+      rollout: cluster.status?.rollout,
+      primary: primaryName,
+      error: f.primaryError,
+    });
+    if (detection.kind !== "lost") {
+      if (detection.kind === "suspect") ctx.log.info("primary does not answer", { pod: primaryName, message: detection.message });
+      return { requeueAfter: SUSPECT_REQUEUE_MS };
+    }
+    const needed = async (reason: string, message: string): Promise<FailoverOutcome> => {
+      if (previous?.reason !== reason || previous.status !== "True") {
+        ctx.log.info("failover needed", { reason, message });
+        await d.events.record(cluster, "Warning", FAILOVER_NEEDED_CONDITION, message);
+      }
+      return { condition: { type: FAILOVER_NEEDED_CONDITION, status: "True", reason, message }, requeueAfter: SUSPECT_REQUEUE_MS * 5 };
+    };
+    const policy = cluster.spec.failover?.policy ?? DEFAULT_FAILOVER_POLICY;
+    const requested = cluster.spec.primary !== undefined && cluster.spec.primary !== primaryOrdinal ? cluster.spec.primary : undefined;
+    if (policy === "Manual" && requested === undefined) {
+      return needed("PrimaryLost", `${detection.message}; failover.policy is Manual: set spec.primary to a replica's ordinal to promote it`);
+    }
+    const progress = replicas.flatMap((r) => (r.kind === "reachable" ? [r.progress] : []));
+    const choice = chooseCandidate(f.flavor, progress, requested);
+    if (choice.kind === "none") return needed("NoCandidate", `${detection.message}; no replica can be promoted: ${choice.message}`);
+    const candidate = choice.replica;
+    const safety = promotionSafety(f.flavor, candidate, {
+      semiSyncActive: semiSyncWasActive(cluster),
+      unreachableReplicas: replicas.flatMap((r) => (r.kind === "unreachable" ? [r.name] : [])),
+      lastKnownPrimary,
+      oldPrimary: primaryName,
+    });
+    const allowDataLoss = cluster.spec.failover?.allowDataLoss ?? DEFAULT_ALLOW_DATA_LOSS;
+    if (!safety.safe && !allowDataLoss) {
+      return needed("NoSafeCandidate", `${detection.message}; promoting ${candidate.name} may lose ${safety.mayLose}. Bring ${primaryName} (or the missing replica) back, or set failover.allowDataLoss: true to promote ${candidate.name} anyway`);
+    }
+    return this.promote(f, candidate, now, detection.message, safety.safe ? safety.note : `forced by failover.allowDataLoss: may lose ${safety.mayLose}`, needed);
+  }
+
+  private async promote(f: FailoverInput, candidate: ReplicaProgress, detectedAt: Date, why: string, loss: string, needed: (reason: string, message: string) => Promise<FailoverOutcome>): Promise<FailoverOutcome> {
+    const { d, cluster, pods, primaryOrdinal, ctx } = f;
+    const name = cluster.metadata.name ?? "";
+    const ns = cluster.metadata.namespace ?? "";
+    const oldName = podName(name, primaryOrdinal);
+    const conn = await connectMember(d.connector, cluster, candidate.ordinal, pods.get(candidate.ordinal)?.metadata.uid ?? "");
+    // Everything it received is applied before it takes writes: the relay log is the last of the old primary.
+    // Elapsed time, as in switchover.ts: not the injected Clock.
+    const until = Date.now() + APPLY_RELAY_LOG_MS;
+    let executed = (await readServer(conn)).gtidExecuted;
+    while (!gtidContains(f.flavor, executed, candidate.received)) {
+      if (Date.now() > until) return needed("CandidateApplying", `${why}; ${candidate.name} has not applied what it received (${candidate.received}; applied ${executed}) after ${APPLY_RELAY_LOG_MS / 1000} s: promoted once it has`);
+      ctx.signal.throwIfAborted();
+      await sleep(100);
+      executed = (await readServer(conn)).gtidExecuted;
+    }
+    ctx.signal.throwIfAborted();
+    await stopReplica(conn);
+    const lastFailover = { from: oldName, to: candidate.name, detectedAt: detectedAt.toISOString(), promotedAt: d.clock.now().toISOString(), position: executed };
+    // On record before the labels move: every later reconcile (and a new leader) starts from it; the old primary is never made writable again.
+    await f.decisions.record(d, cluster, { currentPrimary: candidate.name, lastFailover }, (s) => s.currentPrimary === candidate.name);
+    await d.client.patch(builtin.pod, ns, candidate.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);
+    await d.client.patch(builtin.pod, ns, oldName, { metadata: { labels: { [ROLE_LABEL]: "replica" } } }).catch(ignoreNotFound);
+    this.forget(ns, name);
+    ctx.log.info("failed over", { from: oldName, to: candidate.name, position: executed });
+    await d.events.record(cluster, "Warning", "FailedOver", `${candidate.name} is the primary (was ${oldName}, lost: ${why}); detected ${lastFailover.detectedAt}, promoted ${lastFailover.promotedAt} at ${executed || "an empty position"}; ${loss}`);
+    return { moved: true, requeueAfter: DECISION_RECHECK_MS };
+  }
+}
+
+type ReplicaView = { kind: "reachable"; name: string; ioRunning: boolean; progress: ReplicaProgress } | { kind: "unreachable"; name: string };
+
+/** Each other server that is set up as a replica: what it received and applied, and whether its I/O thread is connected. */
+async function observeReplicas(f: FailoverInput): Promise<ReplicaView[]> {
+  const name = f.cluster.metadata.name ?? "";
+  const out: ReplicaView[] = [];
+  for (const [ordinal, pod] of [...f.pods].sort(([a], [b]) => a - b)) {
+    if (ordinal === f.primaryOrdinal) continue;
+    const pName = podName(name, ordinal);
+    try {
+      const conn = await connectMember(f.d.connector, f.cluster, ordinal, pod.metadata.uid ?? "");
+      const replica = await readReplica(conn);
+      // A server never set up as a replica (still seeding, just created) has nothing of the primary's to offer.
+      if (!replica.configured) continue;
+      const state = await readServer(conn);
+      out.push({ kind: "reachable", name: pName, ioRunning: replica.ioRunning, progress: { ordinal, name: pName, received: receivedOf(replica.received, state.gtidExecuted), executed: state.gtidExecuted } });
+    } catch (err) {
+      out.push({ kind: "unreachable", name: `${pName} (${memberError(err)})` });
+    }
+  }
+  return out;
+}
+
+/** What else says the primary is gone, besides the operator not reaching it. */
+function secondSignals(pod: Pod | undefined, replicas: ReplicaView[]): string[] {
+  const signals: string[] = [];
+  if (!pod) signals.push("its pod is gone");
+  else {
+    if (pod.status?.conditions?.find((c) => c.type === "Ready")?.status === "False") signals.push("its pod is not Ready");
+    const container = pod.status?.containerStatuses?.[0];
+    if (container && !container.state?.running) signals.push("its container is not running");
+  }
+  const reachable = replicas.filter((r) => r.kind === "reachable");
+  if (reachable.length > 0 && reachable.every((r) => !r.ioRunning)) signals.push("no replica is connected to it");
+  return signals;
+}
