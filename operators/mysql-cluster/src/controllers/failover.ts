@@ -18,7 +18,7 @@
 // Fencing is by construction: every server starts read-only (my.cnf) and only
 // the member in status.currentPrimary is made writable.
 import { setTimeout as sleep } from "node:timers/promises";
-import { builtin, findCondition, type Clock, type ConditionUpdate, type ReconcileContext } from "@stateward/core";
+import { builtin, findCondition, kubeTime, type Clock, type ConditionUpdate, type ReconcileContext } from "@stateward/core";
 import type { Flavor } from "@stateward/mysql";
 import { DEFAULT_ALLOW_DATA_LOSS, DEFAULT_DETECTION_SECONDS, DEFAULT_FAILOVER_POLICY, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 import { chooseCandidate, promotionSafety, receivedOf, type ReplicaProgress } from "../replication/candidate.ts";
@@ -170,7 +170,7 @@ export class FailoverWatch {
     }
     ctx.signal.throwIfAborted();
     await stopReplica(conn);
-    const lastFailover = { from: oldName, to: candidate.name, detectedAt: detectedAt.toISOString(), promotedAt: d.clock.now().toISOString(), position: executed };
+    const lastFailover = { from: oldName, to: candidate.name, detectedAt: kubeTime(detectedAt), promotedAt: kubeTime(d.clock.now()), position: executed };
     // On record before the labels move: every later reconcile (and a new leader) starts from it; the old primary is never made writable again.
     await f.decisions.record(d, cluster, { currentPrimary: candidate.name, lastFailover }, (s) => s.currentPrimary === candidate.name);
     await d.client.patch(builtin.pod, ns, candidate.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);
