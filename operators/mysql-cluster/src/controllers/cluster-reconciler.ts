@@ -208,7 +208,8 @@ export class ClusterReconciler implements Reconciler {
       flavor: serverFlavor,
       ctx,
     });
-    if (failover.moved) return { requeueAfter: failover.requeueAfter ?? DECISION_RECHECK_MS };
+    // Moved, or the candidate still applying its relay log: nothing else is done to the servers meanwhile.
+    if (failover.moved || failover.promoting) return { requeueAfter: failover.requeueAfter ?? DECISION_RECHECK_MS };
 
     // 5. Members.
     const servers = Math.min(desired, stsReplicas);

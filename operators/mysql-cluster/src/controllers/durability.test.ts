@@ -14,8 +14,8 @@ describe("semi-synchronous replication", () => {
   });
 
   it("reports a fallback to asynchronous, never silently", () => {
-    expect(semiSyncCondition(cluster(), "MariaDB", 3, { enabled: true, active: false, clients: 0 })).toMatchObject({ status: "False", reason: "FellBackToAsync" });
-    expect(semiSyncCondition(cluster(), "MariaDB", 3, { enabled: true, active: true, clients: 2 })).toMatchObject({ status: "True", reason: "Acknowledged" });
+    expect(semiSyncCondition(cluster(), "MariaDB", 3, { enabled: true, active: false, clients: 0, timeoutMs: 10_000 })).toMatchObject({ status: "False", reason: "FellBackToAsync" });
+    expect(semiSyncCondition(cluster(), "MariaDB", 3, { enabled: true, active: true, clients: 2, timeoutMs: 10_000 })).toMatchObject({ status: "True", reason: "Acknowledged" });
     expect(semiSyncCondition(cluster(), "MariaDB", 1, undefined)).toMatchObject({ status: "False", reason: "NoReplicas" });
     expect(semiSyncCondition(cluster({ mode: "Async" }), "MariaDB", 3, undefined)).toMatchObject({ status: "False", reason: "Async" });
     // The primary did not answer: nothing new to say.

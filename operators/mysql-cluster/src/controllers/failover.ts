@@ -17,12 +17,11 @@
 //
 // Fencing is by construction: every server starts read-only (my.cnf) and only
 // the member in status.currentPrimary is made writable.
-import { setTimeout as sleep } from "node:timers/promises";
 import { builtin, findCondition, kubeTime, type Clock, type ConditionUpdate, type ReconcileContext } from "@stateward/core";
 import type { Flavor } from "@stateward/mysql";
 import { DEFAULT_ALLOW_DATA_LOSS, DEFAULT_DETECTION_SECONDS, DEFAULT_FAILOVER_POLICY, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 import { chooseCandidate, promotionSafety, receivedOf, type ReplicaProgress } from "../replication/candidate.ts";
-import { gtidContains } from "../replication/gtid.ts";
+import { appliedUpTo, boundedWait } from "../replication/catch-up.ts";
 import { connectMember } from "../replication/members.ts";
 import { readReplica, readServer, stopReplica } from "../replication/server.ts";
 import { ROLE_LABEL, podName } from "../resources/names.ts";
@@ -35,8 +34,10 @@ import { DECISION_RECHECK_MS, type RecordedDecisions } from "./recorded-decision
 
 export const FAILOVER_NEEDED_CONDITION = "FailoverNeeded";
 export const FAILED_OVER_CONDITION = "FailedOver";
-/** How long the candidate may take to apply what it received before the promotion is put off to a later reconcile. */
+/** How long the candidate may take to apply what it received before FailoverNeeded (CandidateApplying) says it is slow. */
 const APPLY_RELAY_LOG_MS = 30_000;
+/** While the candidate applies its relay log, it is looked at this often: not waited for in the worker. */
+const APPLY_RECHECK_MS = 200;
 /** While the primary does not answer, the cluster is looked at this often: detection is counted in seconds. */
 const SUSPECT_REQUEUE_MS = 1_000;
 
@@ -58,6 +59,8 @@ export interface FailoverInput {
 export interface FailoverOutcome {
   /** The primary moved: the reconcile ends here, the next one starts from the new primary. */
   moved?: boolean;
+  /** The candidate is applying its relay log: the reconcile ends here and looks again soon (requeueAfter). */
+  promoting?: boolean;
   /** FailoverNeeded, when there is something (new) to say. */
   condition?: Update;
   requeueAfter?: number;
@@ -81,6 +84,8 @@ export function errantCondition(errant: { pod: string; gtids: string[] }[], prev
 export class FailoverWatch {
   private readonly clock: Clock;
   private readonly unreachable = new Map<string, { pod: string; since: Date }>();
+  /** The candidate being promoted, per cluster, and since when it is waited for (its relay log applied). */
+  private readonly applying = new Map<string, { candidate: string; since: Date }>();
 
   constructor(clock: Clock) {
     this.clock = clock;
@@ -88,6 +93,7 @@ export class FailoverWatch {
 
   forget(namespace: string, name: string): void {
     this.unreachable.delete(`${namespace}/${name}`);
+    this.applying.delete(`${namespace}/${name}`);
   }
 
   async check(f: FailoverInput): Promise<FailoverOutcome> {
@@ -98,7 +104,7 @@ export class FailoverWatch {
     const primaryName = podName(name, primaryOrdinal);
     const previous = findCondition(cluster.status?.conditions, FAILOVER_NEEDED_CONDITION);
     if (f.primaryError === undefined) {
-      this.unreachable.delete(key);
+      this.forget(ns, name);
       return previous?.status === "True" ? { condition: { type: FAILOVER_NEEDED_CONDITION, status: "False", reason: "PrimaryReachable", message: `${primaryName} answers` } } : {};
     }
     // A primary never seen answering (a new cluster's first server still starting) is not lost: it never was there.
@@ -157,20 +163,26 @@ export class FailoverWatch {
     const name = cluster.metadata.name ?? "";
     const ns = cluster.metadata.namespace ?? "";
     const oldName = podName(name, primaryOrdinal);
+    const key = `${ns}/${name}`;
     const conn = await connectMember(d.connector, cluster, candidate.ordinal, pods.get(candidate.ordinal)?.metadata.uid ?? "");
     // Everything it received is applied before it takes writes: the relay log is the last of the old primary.
-    // Elapsed time, as in switchover.ts: not the injected Clock.
-    const until = Date.now() + APPLY_RELAY_LOG_MS;
-    let executed = (await readServer(conn)).gtidExecuted;
-    while (!gtidContains(f.flavor, executed, candidate.received)) {
-      if (Date.now() > until) return needed("CandidateApplying", `${why}; ${candidate.name} has not applied what it received (${candidate.received}; applied ${executed}) after ${APPLY_RELAY_LOG_MS / 1000} s: promoted once it has`);
-      ctx.signal.throwIfAborted();
-      await sleep(100);
-      executed = (await readServer(conn)).gtidExecuted;
+    // Looked at once per reconcile, never waited for in the worker: a requeue looks again.
+    const seen = this.applying.get(key);
+    const since = seen?.candidate === candidate.name ? seen.since : detectedAt;
+    const { applied, executed } = await appliedUpTo(conn, candidate.received);
+    if (!applied) {
+      this.applying.set(key, { candidate: candidate.name, since });
+      const wait = boundedWait(since, d.clock.now(), APPLY_RELAY_LOG_MS);
+      if (wait.kind === "waiting") {
+        if (seen?.candidate !== candidate.name) ctx.log.info("failover candidate applying its relay log", { candidate: candidate.name, received: candidate.received, executed });
+        return { promoting: true, requeueAfter: Math.min(APPLY_RECHECK_MS, Math.max(wait.leftMs, 1)) };
+      }
+      return needed("CandidateApplying", `${why}; ${candidate.name} has not applied what it received (${candidate.received}; applied ${executed}) after ${APPLY_RELAY_LOG_MS / 1000} s: promoted once it has`);
     }
     ctx.signal.throwIfAborted();
     await stopReplica(conn);
-    const lastFailover = { from: oldName, to: candidate.name, detectedAt: kubeTime(detectedAt), promotedAt: kubeTime(d.clock.now()), position: executed };
+    // Detected when this candidate's promotion began (the reconciles that waited for its relay log came after).
+    const lastFailover = { from: oldName, to: candidate.name, detectedAt: kubeTime(since), promotedAt: kubeTime(d.clock.now()), position: executed };
     // On record before the labels move: every later reconcile (and a new leader) starts from it; the old primary is never made writable again.
     await f.decisions.record(d, cluster, { currentPrimary: candidate.name, lastFailover }, (s) => s.currentPrimary === candidate.name);
     await d.client.patch(builtin.pod, ns, candidate.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);

@@ -11,7 +11,7 @@ import { SERVER_ID_BASE } from "../config/my-cnf.ts";
 import { errantTransactions, gtidContains } from "../replication/gtid.ts";
 import { connectMember, memberPoolName } from "../replication/members.ts";
 import { SeedBusyError, SeedError, seedReplica } from "../replication/seed.ts";
-import { ensurePrimarySemiSync, ensureReplicaSemiSync, readSemiSync, type SemiSyncState, type SemiSyncWish } from "../replication/semi-sync.ts";
+import { applySemiSync, ensureReplicaSemiSync, planSemiSync, readSemiSync, type SemiSyncState, type SemiSyncWish } from "../replication/semi-sync.ts";
 import { preparePrimary as makeWritable, primaryHasHistoryFor, readReplica, readServer, setServerId, startReplica, stopReplica, type ServerState } from "../replication/server.ts";
 import { MYSQL_PORT, podHost, podName } from "../resources/names.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
@@ -60,8 +60,7 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
     if (seen !== undefined) status.gtidExecuted = seen;
     if (primary) {
       try {
-        primaryState = await preparePrimary(d, cluster, primary, primaryOrdinal, input, ctx);
-        semiSync = await readSemiSync(primary);
+        ({ state: primaryState, semiSync } = await preparePrimary(d, cluster, primary, primaryOrdinal, input, ctx));
         status.ready = !primaryState.readOnly;
         status.gtidExecuted = primaryState.gtidExecuted;
       } catch (err) {
@@ -92,32 +91,39 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
     }
   }
   // Semi-sync is turned on once a replica replicates: before, every commit would wait out the timeout.
-  if (primary && primaryState && input.semiSync.enabled && members.some((m) => m.status.role === "replica" && m.status.ioThread)) {
-    try {
-      await ensurePrimarySemiSync(primary, input.semiSync);
-      semiSync = await readSemiSync(primary);
-    } catch (err) {
-      memberError(err);
+  // From the state preparePrimary read: the primary's semi-sync side is read once per reconcile.
+  if (primary && semiSync && input.semiSync.enabled && members.some((m) => m.status.role === "replica" && m.status.ioThread)) {
+    const plan = planSemiSync(semiSync, input.semiSync);
+    if (plan.done.length > 0) {
+      try {
+        semiSync = await applySemiSync(primary, plan);
+        await d.events.record(cluster, "Normal", "PrimaryConfigured", `${podName(name, primaryOrdinal)} is the primary: ${plan.done.join(", ")}`);
+      } catch (err) {
+        memberError(err);
+      }
     }
   }
   members.sort((a, b) => a.ordinal - b.ordinal);
   return { members, seeds, semiSync, errant };
 }
 
-async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConnection, ordinal: number, input: MembersInput, ctx: ReconcileContext): Promise<ServerState> {
+/** The primary made writable with the replication account; its state and its semi-sync side (read once here). */
+async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConnection, ordinal: number, input: MembersInput, ctx: ReconcileContext): Promise<{ state: ServerState; semiSync: SemiSyncState }> {
   let state = await readServer(conn);
+  let semiSync = await readSemiSync(conn);
   if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
   // Semi-sync before writes, when replicas were replicating (a primary just promoted): its first write
-  // is already acknowledged by one. A new cluster's primary gets it once a replica replicates (below).
+  // is already acknowledged by one. A new cluster's primary gets it once a replica replicates (convergeMembers).
   const replicated = cluster.status?.members?.some((m) => m.role === "replica" && m.ioThread) ?? false;
-  const semiSync = !input.semiSync.enabled || replicated ? await ensurePrimarySemiSync(conn, input.semiSync) : [];
-  const done = [...semiSync, ...(await makeWritable(conn, state, input.replicationPassword))];
+  const plan = !input.semiSync.enabled || replicated ? planSemiSync(semiSync, input.semiSync) : undefined;
+  if (plan) semiSync = await applySemiSync(conn, plan);
+  const done = [...(plan?.done ?? []), ...(await makeWritable(conn, state, input.replicationPassword))];
   if (done.length > 0) {
     ctx.log.info("primary prepared", { pod: podName(cluster.metadata.name ?? "", ordinal), done });
     await d.events.record(cluster, "Normal", "PrimaryConfigured", `${podName(cluster.metadata.name ?? "", ordinal)} is the primary: ${done.join(", ")}`);
     state = await readServer(conn);
   }
-  return state;
+  return { state, semiSync };
 }
 
 /**

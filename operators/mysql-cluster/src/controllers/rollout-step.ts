@@ -158,7 +158,7 @@ async function switchTo(r: RolloutContext, from: { ordinal: number; name: string
   try {
     const oldPrimary = await connectMember(d.connector, cluster, from.ordinal, fromPod?.metadata.uid ?? "");
     const candidate = await connectMember(d.connector, cluster, to.ordinal, toPod?.metadata.uid ?? "");
-    const result = await switchover(oldPrimary, candidate, SWITCHOVER_CATCH_UP_MS, ctx.signal);
+    const result = await switchover(oldPrimary, candidate, { catchUpMs: SWITCHOVER_CATCH_UP_MS, clock: d.clock, signal: ctx.signal });
     // The new primary is on record before anything else: a restart from here on finds it.
     await r.decisions.record(d, cluster, { currentPrimary: to.name }, (s) => s.currentPrimary === to.name);
     await d.client.patch(builtin.pod, ns, to.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);

@@ -25,6 +25,8 @@ export interface SemiSyncState {
   active: boolean;
   /** Rpl_semi_sync_master_clients: replicas connected with acknowledgements on. */
   clients: number;
+  /** rpl_semi_sync_master_timeout, in milliseconds. */
+  timeoutMs: number;
 }
 
 /** Whether semi-sync can work: MariaDB (built in) and at least one replica to acknowledge. */
@@ -32,20 +34,41 @@ export function semiSyncApplies(mode: "SemiSync" | "Async", flavor: "MariaDB" | 
   return mode === "SemiSync" && flavor === "MariaDB" && servers >= 2;
 }
 
-/** Sets the primary's semi-sync switch and timeout where they differ; returns what it changed. */
-export async function ensurePrimarySemiSync(conn: InstanceConnection, wish: SemiSyncWish): Promise<string[]> {
-  if (conn.server.flavor !== "MariaDB") return [];
-  const [row] = await conn.query<Row>("SELECT @@GLOBAL.rpl_semi_sync_master_enabled AS enabled, @@GLOBAL.rpl_semi_sync_master_timeout AS timeout");
-  const done: string[] = [];
-  if (wish.enabled && Number(cellText(row?.timeout)) !== wish.timeoutMs) {
-    await conn.query("SET GLOBAL rpl_semi_sync_master_timeout = ?", [wish.timeoutMs]);
-    done.push(`semi-sync timeout ${wish.timeoutMs} ms`);
+/** What makes the primary's side as wished: the settings to change, in order, and the state they leave. */
+export interface SemiSyncPlan {
+  timeoutMs?: number;
+  enabled?: boolean;
+  /** In words, for the PrimaryConfigured Event. */
+  done: string[];
+  /**
+   * The state after the changes, without reading it again: the server turns
+   * Rpl_semi_sync_master_status on with the switch (and off without it); the
+   * timeout changes neither; clients are whoever is connected.
+   */
+  after: SemiSyncState;
+}
+
+/** The changes from `state` to `wish` (pure). The timeout is set before the switch, so the first waiting commit has it. */
+export function planSemiSync(state: SemiSyncState, wish: SemiSyncWish): SemiSyncPlan {
+  const plan: SemiSyncPlan = { done: [], after: state };
+  if (wish.enabled && state.timeoutMs !== wish.timeoutMs) {
+    plan.timeoutMs = wish.timeoutMs;
+    plan.done.push(`semi-sync timeout ${wish.timeoutMs} ms`);
+    plan.after = { ...plan.after, timeoutMs: wish.timeoutMs };
   }
-  if ((Number(cellText(row?.enabled)) === 1) !== wish.enabled) {
-    await conn.query(`SET GLOBAL rpl_semi_sync_master_enabled = ${wish.enabled ? "ON" : "OFF"}`);
-    done.push(wish.enabled ? "semi-sync on" : "semi-sync off");
+  if (state.enabled !== wish.enabled) {
+    plan.enabled = wish.enabled;
+    plan.done.push(wish.enabled ? "semi-sync on" : "semi-sync off");
+    plan.after = { ...plan.after, enabled: wish.enabled, active: wish.enabled };
   }
-  return done;
+  return plan;
+}
+
+/** Carries out a plan on the primary; returns the state it leaves. */
+export async function applySemiSync(conn: InstanceConnection, plan: SemiSyncPlan): Promise<SemiSyncState> {
+  if (plan.timeoutMs !== undefined) await conn.query("SET GLOBAL rpl_semi_sync_master_timeout = ?", [plan.timeoutMs]);
+  if (plan.enabled !== undefined) await conn.query(`SET GLOBAL rpl_semi_sync_master_enabled = ${plan.enabled ? "ON" : "OFF"}`);
+  return plan.after;
 }
 
 /**
@@ -64,10 +87,17 @@ export async function ensureReplicaSemiSync(conn: InstanceConnection): Promise<v
   }
 }
 
+/** The primary's semi-sync switch, timeout, status and clients, in one statement (MySQL: off — not managed). */
 export async function readSemiSync(conn: InstanceConnection): Promise<SemiSyncState> {
-  if (conn.server.flavor !== "MariaDB") return { enabled: false, active: false, clients: 0 };
-  const rows = await conn.query<Row>("SHOW GLOBAL STATUS WHERE Variable_name IN ('Rpl_semi_sync_master_status', 'Rpl_semi_sync_master_clients')");
-  const value = (n: string) => cellText(rows.find((r) => cellText(r.Variable_name) === n)?.Value);
-  const [row] = await conn.query<Row>("SELECT @@GLOBAL.rpl_semi_sync_master_enabled AS enabled");
-  return { enabled: Number(cellText(row?.enabled)) === 1, active: value("Rpl_semi_sync_master_status") === "ON", clients: Number(value("Rpl_semi_sync_master_clients") || 0) };
+  if (conn.server.flavor !== "MariaDB") return { enabled: false, active: false, clients: 0, timeoutMs: 0 };
+  const status = (name: string) => `(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = '${name}')`;
+  const [row] = await conn.query<Row>(
+    `SELECT @@GLOBAL.rpl_semi_sync_master_enabled AS enabled, @@GLOBAL.rpl_semi_sync_master_timeout AS timeout, ${status("RPL_SEMI_SYNC_MASTER_STATUS")} AS status, ${status("RPL_SEMI_SYNC_MASTER_CLIENTS")} AS clients`,
+  );
+  return {
+    enabled: Number(cellText(row?.enabled)) === 1,
+    active: cellText(row?.status) === "ON",
+    clients: Number(cellText(row?.clients) || 0),
+    timeoutMs: Number(cellText(row?.timeout) || 0),
+  };
 }

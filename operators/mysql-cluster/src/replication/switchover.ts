@@ -4,9 +4,9 @@
 // role moved (by the caller: status, labels, the other replicas). No write the
 // old primary acknowledged is lost: the candidate is only promoted once its
 // executed GTIDs contain the old primary's final position.
-import { setTimeout as sleep } from "node:timers/promises";
+import type { Clock } from "@stateward/core";
 import type { InstanceConnection } from "@stateward/mysql";
-import { gtidContains } from "./gtid.ts";
+import { awaitApplied } from "./catch-up.ts";
 import { readServer, stopReplica } from "./server.ts";
 
 export class SwitchoverError extends Error {
@@ -31,35 +31,34 @@ async function setReadOnly(conn: InstanceConnection, on: boolean): Promise<void>
   await conn.query(`SET GLOBAL read_only = ${value}`);
 }
 
+export interface SwitchoverOptions {
+  /** How long the candidate may take to apply the old primary's final position, measured by `clock`. */
+  catchUpMs: number;
+  clock: Clock;
+  /**
+   * The reconcile's (aborted when this manager stops or loses leadership), checked before each
+   * step: an aborted switchover gives the old primary its writes back and changes nothing else,
+   * so a new leader finds the cluster as status says.
+   */
+  signal?: AbortSignal;
+}
+
 /**
  * Moves the primary role from `from` to `to` (a caught-up replica of it).
  * On failure before the promotion the old primary is made writable again.
  * @throws SwitchoverError when the candidate does not catch up in time
  */
-/**
- * `signal` (the reconcile's: aborted when this manager stops or loses leadership) is checked
- * before each step: an aborted switchover gives the old primary its writes back and changes
- * nothing else, so a new leader finds the cluster as status says.
- */
-export async function switchover(from: InstanceConnection, to: InstanceConnection, catchUpMs: number, signal?: AbortSignal): Promise<SwitchoverResult> {
-  const flavor = from.server.flavor;
+export async function switchover(from: InstanceConnection, to: InstanceConnection, { catchUpMs, clock, signal }: SwitchoverOptions): Promise<SwitchoverResult> {
   signal?.throwIfAborted();
   await setReadOnly(from, true);
+  // How long writes were refused, for the SwitchedOver Event: a measurement, not a bound.
   const started = performance.now();
   let position: string;
   try {
     position = (await readServer(from)).gtidExecuted;
-    // Elapsed time of this wait, as the sleeps below are: not the injected Clock (a clock a test
-    // stops would make the bound never or at once), and nothing of it reaches status.
-    const until = Date.now() + catchUpMs;
-    for (;;) {
-      const state = await readServer(to);
-      if (gtidContains(flavor, state.gtidExecuted, position)) break;
-      if (Date.now() > until) {
-        throw new SwitchoverError(`the candidate had not applied the primary's transactions (up to ${position}) after ${Math.round(catchUpMs / 1000)} s; the old primary takes writes again`);
-      }
-      signal?.throwIfAborted();
-      await sleep(50);
+    const caughtUp = await awaitApplied(to, position, { clock, withinMs: catchUpMs, signal });
+    if (!caughtUp.applied) {
+      throw new SwitchoverError(`the candidate had not applied the primary's transactions (up to ${position}; applied ${caughtUp.executed || "nothing"}) after ${Math.round(catchUpMs / 1000)} s; the old primary takes writes again`);
     }
     signal?.throwIfAborted();
     await stopReplica(to);
