@@ -78,6 +78,8 @@ export interface ModeFigures {
 
 export interface FailoverFigures {
   detectionSeconds: number;
+  /** The 1-minute load average before and after the latency rounds. */
+  latencyLoad: number[];
   modes: Record<Mode, ModeFigures>;
 }
 
@@ -218,12 +220,15 @@ export async function measureFailover(client: KubeClient, env: EnvironmentInfo, 
     await bench.create();
     log(`cluster of ${SERVERS} Running; commit latency, ${LATENCY_COMMITS} commits per mode in ${LATENCY_ROUNDS} rounds each ...`);
     const times: Record<Mode, number[]> = { SemiSync: [], Async: [] };
+    const latencyLoad = [loadavg()[0] ?? 0];
     for (let round = 0; round < LATENCY_ROUNDS; round++) {
       for (const mode of MODES) {
         await bench.setMode(mode);
         times[mode].push(...(await bench.commitTimes(LATENCY_COMMITS / LATENCY_ROUNDS)));
       }
     }
+    latencyLoad.push(loadavg()[0] ?? 0);
+    log(`load average (1 min) during the latency rounds: ${latencyLoad.map((l) => l.toFixed(1)).join(" -> ")}`);
     const modes = {} as Record<Mode, ModeFigures>;
     for (const mode of MODES) {
       await bench.setMode(mode);
@@ -242,10 +247,11 @@ export async function measureFailover(client: KubeClient, env: EnvironmentInfo, 
       }
       await bench.releasePrimary();
       load.push(loadavg()[0] ?? 0);
+      log(`load average (1 min) during the ${mode} trials: ${load.map((l) => l.toFixed(1)).join(" -> ")}`);
       const sorted = [...times[mode]].sort((a, b) => a - b);
       modes[mode] = { latencyMs: { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), mean: sum(sorted) / sorted.length, commits: sorted.length }, failovers, switchovers, load };
     }
-    return { detectionSeconds: DETECTION_SECONDS, modes };
+    return { detectionSeconds: DETECTION_SECONDS, latencyLoad, modes };
   } finally {
     await suite.stop();
   }
