@@ -1,7 +1,10 @@
-// The mysql-cluster operator in a busy namespace: what the manager holds in
-// memory for objects that are not its own. It caches only what it made (by
-// its labels, app.kubernetes.io/name=mysql-cluster and managed-by=stateward),
-// so 1,000 unrelated ConfigMaps and 1,000 unrelated Pods in its namespace must
+// The mysql-cluster operator: what its manager holds in memory for objects
+// that are not its own, and what failover, switchover and semi-sync cost
+// (mysql-cluster-failover.ts).
+//
+// Memory in a busy namespace: the manager caches only what it made (by its
+// labels, app.kubernetes.io/name=mysql-cluster and managed-by=stateward), so
+// 1,000 unrelated ConfigMaps and 1,000 unrelated Pods in its namespace must
 // not grow it.
 //
 //  1. a manager (its own process, as `stateward run --operators mysql-cluster`)
@@ -10,7 +13,8 @@
 //     that does not exist, so nothing schedules or runs them) created;
 //  3. a new manager process on that namespace: the same figures.
 //
-// Fails when the live heap grew by more than MAX_GROWTH_BYTES.
+// Fails when the live heap grew by more than MAX_GROWTH_BYTES, or when a
+// failover under SemiSync, or any switchover, lost an acknowledged write.
 import { mkdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
@@ -18,6 +22,7 @@ import { builtin, type KubeClient, type KubeObject } from "@stateward/core";
 import type { EnvironmentInfo } from "../harness/index.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../support/kube.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
+import { failoverRows, measureFailover } from "./mysql-cluster-failover.ts";
 import { startManagerProcess, type ManagerHandle } from "./manager-handle.ts";
 
 const OBJECTS = 1_000;
@@ -73,12 +78,13 @@ async function measure(client: KubeClient, env: EnvironmentInfo, ns: string, log
 
 export const mysqlClusterBenchmark: Benchmark = {
   name: "mysql-cluster",
-  description: `mysql-cluster manager memory with ${OBJECTS.toLocaleString("en-US")} unrelated ConfigMaps and Pods in its namespace`,
+  description: `mysql-cluster manager memory with ${OBJECTS.toLocaleString("en-US")} unrelated ConfigMaps and Pods in its namespace; failover, switchover and commit latency, SemiSync and Async`,
   async run(env: EnvironmentInfo): Promise<BenchResult> {
     const client = testClient(env.kubeconfig);
     const ns = await freshNamespace(client, "bench-cluster");
     const logDir = join(env.dir, "bench");
     mkdirSync(logDir, { recursive: true });
+    let memory: BenchResult;
     try {
       const empty = await measure(client, env, ns, join(logDir, "mysql-cluster-manager-empty.log"));
       await inParallel(OBJECTS, CREATES_IN_FLIGHT, async (i) => {
@@ -95,9 +101,12 @@ export const mysqlClusterBenchmark: Benchmark = {
         { metric: "manager start-up to caches synced, busy namespace", value: busy.startupMs, unit: "ms", reference: empty.startupMs, note: "empty namespace" },
       ];
       const failures = growth > MAX_GROWTH_BYTES ? [`unrelated objects grew the manager's live heap by ${(growth / MiB).toFixed(1)} MiB (at most ${MAX_GROWTH_BYTES / MiB} MiB): they are cached`] : [];
-      return { rows, failures, details: { empty, busy } };
+      memory = { rows, failures, details: { empty, busy } };
     } finally {
       await deleteNamespace(client, ns);
     }
+    const failover = await measureFailover(client, env, (line) => console.log(line));
+    const durability = failoverRows(failover);
+    return { rows: [...memory.rows, ...durability.rows], failures: [...memory.failures, ...durability.failures], details: { ...memory.details, failover } };
   },
 };

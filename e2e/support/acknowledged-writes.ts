@@ -21,6 +21,8 @@ export interface AcknowledgedWriterOptions {
 export class AcknowledgedWriter {
   /** Ids whose INSERT the server acknowledged, in order. */
   readonly acknowledged: number[] = [];
+  /** When each of `acknowledged` was acknowledged (ms since the epoch), in the same order: gaps are downtime. */
+  readonly acknowledgedAt: number[] = [];
   /** When each refused or failed write happened (ms since the epoch). */
   readonly failures: number[] = [];
   private readonly options: AcknowledgedWriterOptions;
@@ -42,6 +44,7 @@ export class AcknowledgedWriter {
           if (!conn) conn = await mysql.createConnection({ ...(await endpoint()), user, password, connectTimeout: 1_000 });
           await conn.query(`INSERT INTO ${table} (id) VALUES (?)`, [id]);
           this.acknowledged.push(id);
+          this.acknowledgedAt.push(Date.now());
         } catch {
           this.failures.push(Date.now());
           await conn?.end().catch(() => undefined);

@@ -16,7 +16,7 @@ import type { LocalPodServers} from "../../support/mysql-pods.ts";
 import { type LocalServer } from "../../support/mysql-pods.ts";
 import { testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
-import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

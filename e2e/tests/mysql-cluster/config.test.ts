@@ -8,7 +8,7 @@ import { MySQLClusterKind, clusterNames, type MySQLCluster } from "@stateward/op
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
-import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

@@ -15,7 +15,7 @@ import { repoRoot, tools } from "../../harness/index.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

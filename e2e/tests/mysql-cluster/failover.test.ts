@@ -9,14 +9,14 @@
 // policy nothing is promoted until spec.primary names a replica.
 import { setTimeout as sleep } from "node:timers/promises";
 import { findCondition } from "@stateward/core";
-import { MySQLClusterKind, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
+import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { AcknowledgedWriter } from "../../support/acknowledged-writes.ts";
 import { eventsAbout, type KubeEvent } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
+import { loseNode, newPrimary, nodeBack, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
 
 /** Failovers in a row on one cluster: each about 10 s on the stand-ins (detection, promotion, the old primary's rejoin). */
 const FAILOVER_TRIALS = 10;
@@ -36,32 +36,6 @@ async function get(name: string): Promise<MySQLCluster> {
 
 async function events(name: string, since = ""): Promise<KubeEvent[]> {
   return (await eventsAbout(client, ns, { name })).filter((e) => (e.eventTime ?? "") >= since);
-}
-
-/** A database, a table and an account without SUPER (which read-only stops), made on the primary. */
-async function prepareApp(name: string, password: string): Promise<void> {
-  const primary = (await get(name)).status?.currentPrimary ?? "";
-  await onPod(servers, primary, password, "CREATE DATABASE app", "CREATE USER writer@'%' IDENTIFIED BY 'Writer-Pass-1'", "GRANT SELECT, INSERT ON app.* TO writer@'%'");
-}
-
-function startWriter(name: string, table: string): AcknowledgedWriter {
-  return new AcknowledgedWriter({ endpoint: () => servers.resolve({ host: primaryHost(name, ns), port: 3306 }), user: "writer", password: "Writer-Pass-1", table, retryAfterMs: 20 }).start();
-}
-
-async function ids(pod: string, password: string, table: string): Promise<Set<number>> {
-  return new Set((await onPod(servers, pod, password, `SELECT id FROM ${table}`)).map((r) => Number(r.id)));
-}
-
-/** The server of `pod` killed and its pod not Ready: the node it ran on is lost. */
-async function loseNode(pod: string): Promise<void> {
-  await servers.kill(pod);
-  await servers.setPodReady(pod, false);
-}
-
-/** The node back: the server starts on its data (read-only, from my.cnf), the pod Ready. */
-async function nodeBack(pod: string): Promise<void> {
-  await servers.revive(pod);
-  await servers.setPodReady(pod, true);
 }
 
 beforeAll(async () => {
@@ -87,7 +61,7 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       expect(Number(row?.ro), `${pod} read-only`).toBe(pod === c.status?.currentPrimary ? 0 : 1);
       expect(Number(row?.m), `${pod} waits for acknowledgements`).toBe(pod === c.status?.currentPrimary ? 1 : 0);
     }
-    await prepareApp(name, password);
+    await prepareApp(client, servers, ns, name, password);
   }, 240_000);
 
   for (let trial = 1; trial <= FAILOVER_TRIALS; trial++) {
@@ -98,15 +72,12 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       // A table per trial: the writer numbers its writes from 1.
       const table = `app.writes_${trial}`;
       await onPod(servers, old, password, `CREATE TABLE ${table} (id INT PRIMARY KEY)`);
-      const writer = startWriter(name, table);
+      const writer = startPrimaryWriter(servers, ns, name, table);
       // Writing before the loss: a few dozen acknowledged (how fast depends on the machine's load).
       await waitFor("writes acknowledged before the loss", () => Promise.resolve(writer.acknowledged.length >= 30 ? true : undefined), 60_000, 20);
       const lostAt = Date.now();
-      await loseNode(old);
-      const promoted = await waitFor("a new primary on record", async () => {
-        const c = await get(name);
-        return c.status?.currentPrimary && c.status.currentPrimary !== old ? c : undefined;
-      }, 120_000, 200);
+      await loseNode(servers, old);
+      const promoted = await newPrimary(client, ns, name, old);
       const next = promoted.status?.currentPrimary ?? "";
       // Writable: the writer's next write through the primary Service is acknowledged.
       const count = writer.acknowledged.length;
@@ -115,7 +86,7 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       await sleep(1000);
       await writer.stop();
 
-      const stored = await ids(next, password, table);
+      const stored = await storedIds(servers, next, password, table);
       const lost = writer.acknowledged.filter((id) => !stored.has(id));
       expect(lost, `acknowledged writes missing on ${next} after losing ${old}`).toEqual([]);
       const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
@@ -126,24 +97,17 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       console.log(`failover trial ${trial}: ${old} -> ${next}, writable again ${writableMs} ms after the loss (detection ${DETECTION_SECONDS} s); ${writer.acknowledged.length} writes acknowledged, none lost`);
 
       // The node comes back: the old primary stays read-only and rejoins, unless it kept a write it never got acknowledged.
-      await nodeBack(old);
-      const rejoined = await waitFor(`${old} back as a replica, or kept out`, async () => {
-        const x = await get(name);
-        const member = x.status?.members?.find((m) => m.name === old);
-        if (member?.role === "replica" && member.ready) return { errant: undefined };
-        const errant = findCondition(x.status?.conditions, "ErrantTransactions");
-        return errant?.status === "True" && errant.message?.includes(old) ? { errant: errant.message } : undefined;
-      }, 120_000, 300);
+      await nodeBack(servers, old);
+      const rejoined = await rejoinedOrKeptOut(client, ns, name, old);
       const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
       expect(Number(row?.ro), `${old} took writes on its own`).toBe(1);
       if (rejoined.errant === undefined) {
-        const caughtUp = await ids(old, password, table);
+        const caughtUp = await storedIds(servers, old, password, table);
         expect(writer.acknowledged.filter((id) => !caughtUp.has(id))).toEqual([]);
       } else {
         // Its last write was on disk but never acknowledged (killed between the two): named, not rejoined; reseeded as a DBA would.
         console.log(`failover trial ${trial}: ${old} kept out: ${rejoined.errant}`);
-        await servers.kill(old);
-        await servers.revive(old, { fresh: true });
+        await reseed(servers, old);
       }
     }, 300_000);
   }
@@ -176,7 +140,7 @@ describe("the Manual policy", () => {
     const old = c.status?.currentPrimary ?? "";
     const password = await rootPassword(client, ns, name);
     await onPod(servers, old, password, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1)");
-    await loseNode(old);
+    await loseNode(servers, old);
     const needed = await waitFor("FailoverNeeded", async () => {
       const x = await get(name);
       const cond = findCondition(x.status?.conditions, "FailoverNeeded");
@@ -195,7 +159,7 @@ describe("the Manual policy", () => {
       const [row] = await onPod(servers, target, password, "SELECT @@read_only AS ro");
       return Number(row?.ro) === 0 ? true : undefined;
     }, 90_000, 300);
-    expect([...(await ids(target, password, "app.t"))]).toEqual([1]);
+    expect([...(await storedIds(servers, target, password, "app.t"))]).toEqual([1]);
   }, 240_000);
 });
 
@@ -208,17 +172,17 @@ describe("an old primary with a transaction the new one lacks", () => {
     const replica = old === "err-0" ? "err-1" : "err-0";
     const password = await rootPassword(client, ns, name);
     await onPod(servers, old, password, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1)");
-    await waitFor("row 1 on the replica", async () => ((await ids(replica, password, "app.t").catch(() => new Set<number>())).has(1) ? true : undefined), 30_000, 200);
+    await waitFor("row 1 on the replica", async () => ((await storedIds(servers, replica, password, "app.t").catch(() => new Set<number>())).has(1) ? true : undefined), 30_000, 200);
     // The replica stops receiving; the primary commits without it (after the 1 s semi-sync timeout), then its node is lost.
     await onPod(servers, replica, password, "STOP SLAVE IO_THREAD");
     await onPod(servers, old, password, "INSERT INTO app.t VALUES (2)");
     const [{ pos } = { pos: "" }] = (await onPod(servers, old, password, "SELECT @@gtid_binlog_state AS pos")) as { pos: string }[];
-    await loseNode(old);
+    await loseNode(servers, old);
     await waitFor(`${replica} promoted`, async () => ((await get(name)).status?.currentPrimary === replica ? true : undefined), 90_000, 300);
     const failedOver = (await events(name)).find((e) => e.reason === "FailedOver");
     expect(failedOver?.note).toMatch(/may lose|lost/);
 
-    await nodeBack(old);
+    await nodeBack(servers, old);
     const errant = await waitFor("ErrantTransactions", async () => {
       const cond = findCondition((await get(name)).status?.conditions, "ErrantTransactions");
       return cond?.status === "True" ? cond : undefined;
@@ -228,7 +192,7 @@ describe("an old primary with a transaction the new one lacks", () => {
     const member = (await get(name)).status?.members?.find((m) => m.name === old);
     expect(member?.ready).toBe(false);
     expect(member?.message).toMatch(/not rejoined/);
-    expect([...(await ids(old, password, "app.t"))].sort()).toEqual([1, 2]);
+    expect([...(await storedIds(servers, old, password, "app.t"))].sort()).toEqual([1, 2]);
     const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
     expect(Number(row?.ro)).toBe(1);
   }, 240_000);

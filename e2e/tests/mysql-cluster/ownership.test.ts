@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { eventsAbout } from "../../support/events.ts";
 import { testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
-import { clusterManifest, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

@@ -15,7 +15,7 @@ import { eventsAbout, type KubeEvent } from "../../support/events.ts";
 import { testClient, waitGone } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { clusterManifest, clusterRunning, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, clusterRunning, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { connectPod, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { connectPod, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

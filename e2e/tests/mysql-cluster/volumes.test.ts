@@ -11,7 +11,7 @@ import { eventsAbout } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import { createExpandableStorageClass, deleteStorageClass, finishExpansion } from "../../support/storage.ts";
 import { waitFor } from "../../support/wait.ts";
-import { clusterManifest, clusterRunning, rootPassword, startClusterSuite, type ClusterSuite } from "./support.ts";
+import { clusterManifest, clusterRunning, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

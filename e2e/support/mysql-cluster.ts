@@ -1,15 +1,15 @@
-// What the MySQLCluster suites share: a namespace of their own, LocalPodServers
-// giving its pods real servers, a manager whose mysql-cluster operator reaches
-// them through it (loaded first, so every MySQL operator does), and the
-// generated root password.
+// What the MySQLCluster suites and the mysql-cluster benchmark share: a
+// namespace of their own, LocalPodServers giving its pods real servers, a
+// manager whose mysql-cluster operator reaches them through it (loaded first,
+// so every MySQL operator does), and the generated root password.
 import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeClient, type KubeObject, type OperatorModule } from "@stateward/core";
 import { MySQLClusterKind, clusterNames, createMySQLClusterOperator, type MySQLCluster } from "@stateward/operator-mysql-cluster";
-import type { EnvironmentInfo } from "../../harness/index.ts";
-import { deleteNamespace, freshNamespace, kubeConfigFrom } from "../../support/kube.ts";
-import { LocalPodServers } from "../../support/mysql-pods.ts";
-import { waitFor } from "../../support/wait.ts";
+import type { EnvironmentInfo } from "../harness/index.ts";
+import { deleteNamespace, freshNamespace, kubeConfigFrom } from "./kube.ts";
+import { LocalPodServers } from "./mysql-pods.ts";
+import { waitFor } from "./wait.ts";
 
 export interface ClusterSuite {
   ns: string;
