@@ -63,6 +63,14 @@ async function ids(pod: string, password: string, table: string): Promise<Set<nu
   return new Set((await onPod(servers, pod, password, `SELECT id FROM ${table}`)).map((r) => Number(r.id)));
 }
 
+/** Waits until a primary other than `old` is on record. */
+async function newPrimary(name: string, old: string): Promise<MySQLCluster> {
+  return waitFor("a new primary on record", async () => {
+    const c = await get(name);
+    return c.status?.currentPrimary && c.status.currentPrimary !== old ? c : undefined;
+  }, 120_000, 200);
+}
+
 /** The server of `pod` killed and its pod not Ready: the node it ran on is lost. */
 async function loseNode(pod: string): Promise<void> {
   await servers.kill(pod);
@@ -114,10 +122,7 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       await waitFor("writes acknowledged before the loss", () => Promise.resolve(writer.acknowledged.length >= 30 ? true : undefined), 60_000, 20);
       const lostAt = Date.now();
       await loseNode(old);
-      const promoted = await waitFor("a new primary on record", async () => {
-        const c = await get(name);
-        return c.status?.currentPrimary && c.status.currentPrimary !== old ? c : undefined;
-      }, 120_000, 200);
+      const promoted = await newPrimary(name, old);
       const next = promoted.status?.currentPrimary ?? "";
       // Writable: the writer's next write through the primary Service is acknowledged.
       const count = writer.acknowledged.length;
@@ -185,10 +190,7 @@ describe("an Async cluster losing its primary", () => {
     await waitFor("writes acknowledged by the primary alone", () => Promise.resolve(writer.acknowledged.length >= cut + 20 ? true : undefined), 60_000, 20);
     const since = new Date().toISOString();
     await loseNode(old);
-    const promoted = await waitFor("a new primary on record", async () => {
-      const x = await get(name);
-      return x.status?.currentPrimary && x.status.currentPrimary !== old ? x : undefined;
-    }, 120_000, 200);
+    const promoted = await newPrimary(name, old);
     const next = promoted.status?.currentPrimary ?? "";
     const count = writer.acknowledged.length;
     await waitFor("a write acknowledged by the new primary", () => Promise.resolve(writer.acknowledged.length > count ? true : undefined), 60_000, 20);
@@ -342,10 +344,7 @@ describe("a primary the operator cannot reach", () => {
     await client.patch(NODE, undefined, lostNode!, { metadata: { annotations: { [KWOK_ANNOTATION]: null } } });
     const notReady = { type: "Ready", status: "False", reason: "KubeletNotReady", message: "container runtime is down", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() };
     await client.patch(NODE, undefined, lostNode!, { status: { conditions: [notReady] } }, "strategic", "status");
-    const promoted = await waitFor("a new primary on record", async () => {
-      const x = await get(name);
-      return x.status?.currentPrimary && x.status.currentPrimary !== old ? x : undefined;
-    }, 60_000, 200);
+    const promoted = await newPrimary(name, old);
     const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
     expect(failedOver?.note).toContain(`its node ${lostNode} is not Ready (False, KubeletNotReady)`);
     expect(promoted.status?.lastFailover).toMatchObject({ from: old });
