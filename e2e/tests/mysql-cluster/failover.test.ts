@@ -343,8 +343,16 @@ describe("a primary the operator cannot reach", () => {
     expect(lostNode).toBeTruthy();
     await client.patch(NODE, undefined, lostNode!, { metadata: { annotations: { [KWOK_ANNOTATION]: null } } });
     const notReady = { type: "Ready", status: "False", reason: "KubeletNotReady", message: "container runtime is down", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() };
-    await client.patch(NODE, undefined, lostNode!, { status: { conditions: [notReady] } }, "strategic", "status");
-    const promoted = await newPrimary(name, old);
+    // Said again until the failover, as its kubelet would keep saying it (should anything set it back meanwhile).
+    let reporting = true;
+    const kubelet = (async () => {
+      while (reporting) {
+        await client.patch(NODE, undefined, lostNode!, { status: { conditions: [notReady] } }, "strategic", "status");
+        await sleep(200);
+      }
+    })();
+    const promoted = await newPrimary(name, old).finally(() => (reporting = false));
+    await kubelet;
     const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
     expect(failedOver?.note).toContain(`its node ${lostNode} is not Ready (False, KubeletNotReady)`);
     expect(promoted.status?.lastFailover).toMatchObject({ from: old });
