@@ -16,6 +16,11 @@ export interface AcknowledgedWriterOptions {
   table: string;
   /** The pause after a failed write before connecting again. */
   retryAfterMs: number;
+  /**
+   * Also ask, after each acknowledged write, for the GTID it was given (MariaDB `@@last_gtid`,
+   * on the same connection): what a test compares with the positions a failover reports.
+   */
+  recordGtids?: boolean;
 }
 
 export class AcknowledgedWriter {
@@ -25,6 +30,8 @@ export class AcknowledgedWriter {
   readonly acknowledgedAt: number[] = [];
   /** When each refused or failed write happened (ms since the epoch). */
   readonly failures: number[] = [];
+  /** With recordGtids: the GTID of each acknowledged write (missing when the question itself failed). */
+  readonly gtids = new Map<number, string>();
   private readonly options: AcknowledgedWriterOptions;
   private stopped = false;
   private done: Promise<void> | undefined;
@@ -34,7 +41,7 @@ export class AcknowledgedWriter {
   }
 
   start(): this {
-    const { endpoint, user, password, table, retryAfterMs } = this.options;
+    const { endpoint, user, password, table, retryAfterMs, recordGtids = false } = this.options;
     this.done = (async () => {
       let conn: mysql.Connection | undefined;
       let next = 1;
@@ -45,6 +52,11 @@ export class AcknowledgedWriter {
           await conn.query(`INSERT INTO ${table} (id) VALUES (?)`, [id]);
           this.acknowledged.push(id);
           this.acknowledgedAt.push(Date.now());
+          if (recordGtids) {
+            const [rows] = await conn.query("SELECT @@last_gtid AS gtid");
+            const gtid = (rows as { gtid?: string }[])[0]?.gtid;
+            if (gtid) this.gtids.set(id, gtid);
+          }
         } catch {
           this.failures.push(Date.now());
           await conn?.end().catch(() => undefined);

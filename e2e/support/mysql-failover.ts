@@ -18,8 +18,8 @@ export async function prepareApp(client: KubeClient, servers: LocalPodServers, n
 }
 
 /** Writes every 10 ms through the cluster's primary Service, as WRITER, into `table`. */
-export function startPrimaryWriter(servers: LocalPodServers, ns: string, name: string, table: string): AcknowledgedWriter {
-  return new AcknowledgedWriter({ endpoint: () => servers.resolve({ host: primaryHost(name, ns), port: 3306 }), ...WRITER, table, retryAfterMs: 20 }).start();
+export function startPrimaryWriter(servers: LocalPodServers, ns: string, name: string, table: string, recordGtids = false): AcknowledgedWriter {
+  return new AcknowledgedWriter({ endpoint: () => servers.resolve({ host: primaryHost(name, ns), port: 3306 }), ...WRITER, table, retryAfterMs: 20, recordGtids }).start();
 }
 
 /** The ids stored in `table` on one pod's server. */

@@ -169,6 +169,9 @@ describe("helm lint and helm template", () => {
     // CRDs are only got (the manager runs with --crds verify); the Lease lives in the release namespace.
     const crdReader = ofKind(objects, "ClusterRole").find((o) => o.metadata.name.endsWith(":crd-reader"));
     expect(permissions(rulesOf(crdReader!))).toEqual(perms("apiextensions.k8s.io", ["customresourcedefinitions"], ["get"]));
+    // mysql-cluster gets Nodes by name (a silent primary's node, a failover signal): no list, no watch.
+    const nodeReader = ofKind(objects, "ClusterRole").find((o) => o.metadata.name.endsWith(":node-reader"));
+    expect(permissions(rulesOf(nodeReader!))).toEqual(["core/nodes:get"]);
     const leader = ofKind(objects, "Role").find((o) => o.metadata.name.endsWith("-leader-election"));
     expect(leader?.metadata.namespace).toBe(RELEASE_NS);
     expect(rulesOf(leader!)).toContainEqual({ apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["stateward-manager"], verbs: ["get", "update"] });
@@ -220,10 +223,10 @@ describe("helm lint and helm template", () => {
     for (const role of roles) expect(permissions(rulesOf(role))).toEqual(expectedFor(ALL_OPERATORS));
     const bindings = ofKind(objects, "RoleBinding").filter((b) => b.metadata.name.endsWith(":manager"));
     expect(bindings.map((b) => b.metadata.namespace).sort()).toEqual(["team-a", "team-b"]);
-    // The only cluster-wide grant left is reading CRDs.
+    // The only cluster-wide grants left are reading CRDs and getting Nodes (mysql-cluster's failover).
     const clusterRoles = ofKind(objects, "ClusterRole");
-    expect(clusterRoles.map((r) => r.metadata.name)).toEqual([`${RELEASE_NS}:stateward:crd-reader`]);
-    expect(permissions(clusterRoles.flatMap(rulesOf)).every((p) => p.startsWith("apiextensions.k8s.io/customresourcedefinitions:"))).toBe(true);
+    expect(clusterRoles.map((r) => r.metadata.name)).toEqual([`${RELEASE_NS}:stateward:crd-reader`, `${RELEASE_NS}:stateward:node-reader`]);
+    expect(permissions(clusterRoles.flatMap(rulesOf)).every((p) => p.startsWith("apiextensions.k8s.io/customresourcedefinitions:") || p === "core/nodes:get")).toBe(true);
 
     const args = managerContainer(objects).args ?? [];
     expect(flagValue(args, "--namespaces")).toBe("team-a,team-b");
@@ -241,7 +244,7 @@ describe("helm lint and helm template", () => {
   });
 
   it("grants only what the enabled operators use", async () => {
-    const unused = /mysqlbackups|mysqlrestores|mysqlbackupschedules|mysqlclusters|statefulsets|poddisruptionbudgets|pods|persistentvolumeclaims|services|configmaps/;
+    const unused = /mysqlbackups|mysqlrestores|mysqlbackupschedules|mysqlclusters|statefulsets|poddisruptionbudgets|pods|persistentvolumeclaims|services|configmaps|nodes/;
     const { objects } = await renderChart({ namespace: RELEASE_NS, values: { operators: ["database-user"] } });
     const rules = objects.filter((o) => o.kind === "ClusterRole" || o.kind === "Role").flatMap(rulesOf);
     for (const rule of rules) expect(rule.resources?.join(",")).not.toMatch(unused);

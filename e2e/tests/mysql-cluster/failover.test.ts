@@ -5,10 +5,16 @@
 // write the old primary acknowledged is on it — over FAILOVER_TRIALS trials.
 // The old primary, revived, rejoins as a replica and catches up, unless it
 // holds transactions the new primary lacks (then it is named and kept out).
-// A blip shorter than detectionSeconds fails nothing over; with the Manual
-// policy nothing is promoted until spec.primary names a replica.
+// A primary only the operator cannot reach (a partition) is not failed over
+// on the operator's own word — the pod's readiness that its own readiness
+// gate took away does not count — but is once its Node is not Ready.
+// With Async replication a failover may lose acknowledged writes: it names
+// them (everything the old primary committed beyond what the new one
+// received), and that is exactly what the writer lost. A blip shorter than
+// detectionSeconds fails nothing over; with the Manual policy nothing is
+// promoted until spec.primary names a replica.
 import { setTimeout as sleep } from "node:timers/promises";
-import { findCondition } from "@stateward/core";
+import { builtin, findCondition, resourceType, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { eventsAbout, type KubeEvent } from "../../support/events.ts";
@@ -16,7 +22,7 @@ import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
-import { loseNode, newPrimary, nodeBack, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
+import { loseNode, newPrimary, nodeBack, prepareApp, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
 
 /** Failovers in a row on one cluster: each about 10 s on the stand-ins (detection, promotion, the old primary's rejoin). */
 const FAILOVER_TRIALS = 10;
@@ -36,6 +42,11 @@ async function get(name: string): Promise<MySQLCluster> {
 
 async function events(name: string, since = ""): Promise<KubeEvent[]> {
   return (await eventsAbout(client, ns, { name })).filter((e) => (e.eventTime ?? "") >= since);
+}
+
+/** The sequence number of a MariaDB GTID ("0-1000-57" → 57n). */
+function sequenceOf(gtid: string): bigint {
+  return BigInt(gtid.split("-")[2] ?? "-1");
 }
 
 beforeAll(async () => {
@@ -98,7 +109,13 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
 
       // The node comes back: the old primary stays read-only and rejoins, unless it kept a write it never got acknowledged.
       await nodeBack(servers, old);
-      const rejoined = await rejoinedOrKeptOut(client, ns, name, old);
+      const rejoined = await waitFor(`${old} back as a replica, or kept out`, async () => {
+        const x = await get(name);
+        const member = x.status?.members?.find((m) => m.name === old);
+        if (member?.role === "replica" && member.ready) return { errant: undefined };
+        const errant = findCondition(x.status?.conditions, "ErrantTransactions");
+        return errant?.status === "True" && errant.message?.includes(old) ? { errant: errant.message } : undefined;
+      }, 120_000, 300);
       const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
       expect(Number(row?.ro), `${old} took writes on its own`).toBe(1);
       if (rejoined.errant === undefined) {
@@ -107,10 +124,72 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       } else {
         // Its last write was on disk but never acknowledged (killed between the two): named, not rejoined; reseeded as a DBA would.
         console.log(`failover trial ${trial}: ${old} kept out: ${rejoined.errant}`);
-        await reseed(servers, old);
+        await servers.kill(old);
+        await servers.revive(old, { fresh: true });
       }
     }, 300_000);
   }
+});
+
+describe("an Async cluster losing its primary", () => {
+  it("names what it lost: exactly the acknowledged writes the new primary lacks", async () => {
+    const name = "asy";
+    // allowDataLoss: the operator saw the primary ahead of every replica (their I/O threads stopped), so no candidate is safe.
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, replication: { mode: "Async" }, failover: { detectionSeconds: DETECTION_SECONDS, allowDataLoss: true } }));
+    const c = await clusterRunning(client, suite, name, 3);
+    expect(findCondition(c.status?.conditions, "SemiSync")?.reason).toBe("Async");
+    const old = c.status?.currentPrimary ?? "";
+    const replicas = ["asy-0", "asy-1", "asy-2"].filter((p) => p !== old);
+    const password = await rootPassword(client, ns, name);
+    await prepareApp(client, servers, ns, name, password);
+    const table = "app.writes";
+    await onPod(servers, old, password, `CREATE TABLE ${table} (id INT PRIMARY KEY)`);
+    const writer = startPrimaryWriter(servers, ns, name, table, true);
+    await waitFor("writes acknowledged and replicated", async () => {
+      if (writer.acknowledged.length < 20) return undefined;
+      const everywhere = await Promise.all(replicas.map(async (r) => (await storedIds(servers, r, password, table).catch(() => new Set<number>())).has(writer.acknowledged[9] ?? -1)));
+      return everywhere.every(Boolean) ? true : undefined;
+    }, 60_000, 100);
+    // The replicas stop receiving: what the primary acknowledges from now on is on it alone (asynchronous: nothing waits).
+    for (const r of replicas) await onPod(servers, r, password, "STOP SLAVE IO_THREAD");
+    const cut = writer.acknowledged.length;
+    await waitFor("writes acknowledged by the primary alone", () => Promise.resolve(writer.acknowledged.length >= cut + 20 ? true : undefined), 60_000, 20);
+    const since = new Date().toISOString();
+    await loseNode(servers, old);
+    const promoted = await newPrimary(client, ns, name, old);
+    const next = promoted.status?.currentPrimary ?? "";
+    const count = writer.acknowledged.length;
+    await waitFor("a write acknowledged by the new primary", () => Promise.resolve(writer.acknowledged.length > count ? true : undefined), 60_000, 20);
+    await writer.stop();
+
+    const stored = await storedIds(servers, next, password, table);
+    const lost = writer.acknowledged.filter((id) => !stored.has(id));
+    expect(lost.length, "acknowledged writes the replicas never received").toBeGreaterThan(0);
+    // What the operator reports: everything the old primary committed beyond what the new one received.
+    const dataLoss = (await get(name)).status?.lastFailover?.dataLoss ?? "";
+    const reported = new RegExp(`^every transaction ${old} committed beyond (\\S+) \\(what ${next} received\\)`).exec(dataLoss);
+    expect(reported, `status.lastFailover.dataLoss: ${dataLoss}`).not.toBeNull();
+    // MariaDB: one position per domain (the writer's is 0), possibly listed twice (received, executed).
+    const boundary = (reported?.[1] ?? "").split(",").filter((g) => g.startsWith("0-")).map(sequenceOf).reduce((a, b) => (a > b ? a : b), -1n);
+    // ... which is exactly the writes the client saw acknowledged and the new primary lacks (by their GTIDs).
+    const beyond = writer.acknowledged.filter((id) => writer.gtids.has(id) && sequenceOf(writer.gtids.get(id) ?? "") > boundary);
+    expect(lost.filter((id) => writer.gtids.has(id))).toEqual(beyond);
+    expect(lost.filter((id) => !writer.gtids.has(id)).length, "lost writes whose GTID the writer could not ask for").toBeLessThanOrEqual(1);
+    const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
+    expect(failedOver?.note).toContain(`beyond ${reported?.[1]}`);
+    expect(findCondition((await get(name)).status?.conditions, "FailedOver")?.message).toContain(`lost: ${dataLoss}`);
+    console.log(`async failover ${old} -> ${next}: ${writer.acknowledged.length} writes acknowledged, ${lost.length} lost, reported as ${dataLoss}`);
+
+    // Back, the old primary holds them: named as errant, not rejoined.
+    await nodeBack(servers, old);
+    const errant = await waitFor("ErrantTransactions", async () => {
+      const cond = findCondition((await get(name)).status?.conditions, "ErrantTransactions");
+      return cond?.status === "True" ? cond : undefined;
+    }, 90_000, 300);
+    const last = /holds (\d+-\d+-\d+)/.exec(errant.message ?? "")?.[1] ?? "";
+    expect(last.startsWith(`0-${1000 + Number(old.slice(-1))}-`), errant.message).toBe(true);
+    expect(sequenceOf(last)).toBeGreaterThanOrEqual(sequenceOf(writer.gtids.get(lost.at(-1) ?? -1) ?? "0-0-0"));
+  }, 300_000);
 });
 
 describe("a blip", () => {
@@ -195,5 +274,53 @@ describe("an old primary with a transaction the new one lacks", () => {
     expect([...(await storedIds(servers, old, password, "app.t"))].sort()).toEqual([1, 2]);
     const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
     expect(Number(row?.ro)).toBe(1);
+  }, 240_000);
+});
+
+describe("a primary the operator cannot reach", () => {
+  const NODE = resourceType("v1", "Node", "nodes", false);
+  // The annotation KWOK manages its nodes by (see the harness): without it KWOK leaves the node as it is.
+  const KWOK_ANNOTATION = "kwok.x-k8s.io/node";
+  let lostNode: string | undefined;
+
+  afterAll(async () => {
+    // The node managed by KWOK again: it is made Ready at once (later suites schedule onto it).
+    if (lostNode) await client.patch(NODE, undefined, lostNode, { metadata: { annotations: { [KWOK_ANNOTATION]: "fake" } } });
+  });
+
+  it("is not failed over on the operator's word alone, and is once its Node is not Ready", async () => {
+    const name = "nod";
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, failover: { detectionSeconds: DETECTION_SECONDS } }));
+    const c = await clusterRunning(client, suite, name, 3, { check: (x) => findCondition(x.status?.conditions, "SemiSync")?.status === "True" });
+    const old = c.status?.currentPrimary ?? "";
+    const since = new Date().toISOString();
+    // The operator cannot reach the primary; the replicas stay connected to it. A kubelet would then turn the
+    // pod not Ready for the readiness gate the operator clears (KWOK does not): that is the operator's own view.
+    servers.hide(old, true);
+    await waitFor("the operator not reaching the primary", async () => ((await get(name)).status?.members?.find((m) => m.name === old)?.ready === false ? true : undefined), 30_000, 200);
+    await servers.setPodReady(old, false, "ReadinessGatesNotReady");
+    await sleep(3 * DETECTION_SECONDS * 1000);
+    expect((await get(name)).status?.currentPrimary, "failed over while the primary was only unreachable from the operator").toBe(old);
+    expect((await events(name, since)).filter((e) => e.reason === "FailedOver")).toEqual([]);
+    expect(suite.logs.lines().some((l) => JSON.stringify(l).includes("nothing else says it is gone"))).toBe(true);
+
+    // Its node turns NotReady (its kubelet says so; KWOK lets go of it first): that is a second signal.
+    lostNode = (await client.get<KubeObject & { spec: { nodeName?: string } }>(builtin.pod, ns, old)).spec.nodeName;
+    expect(lostNode).toBeTruthy();
+    await client.patch(NODE, undefined, lostNode!, { metadata: { annotations: { [KWOK_ANNOTATION]: null } } });
+    const notReady = { type: "Ready", status: "False", reason: "KubeletNotReady", message: "container runtime is down", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() };
+    // Said again until the failover, as its kubelet would keep saying it (should anything set it back meanwhile).
+    let reporting = true;
+    const kubelet = (async () => {
+      while (reporting) {
+        await client.patch(NODE, undefined, lostNode!, { status: { conditions: [notReady] } }, "strategic", "status");
+        await sleep(200);
+      }
+    })();
+    const promoted = await newPrimary(client, ns, name, old).finally(() => (reporting = false));
+    await kubelet;
+    const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
+    expect(failedOver?.note).toContain(`its node ${lostNode} is not Ready (False, KubeletNotReady)`);
+    expect(promoted.status?.lastFailover).toMatchObject({ from: old });
   }, 240_000);
 });

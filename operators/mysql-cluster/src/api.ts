@@ -308,6 +308,11 @@ export const MySQLClusterKind = defineKind({
             detectedAt: string("When the primary was found lost: unreachable for detectionSeconds, confirmed by a second signal.", { format: "date-time" }),
             promotedAt: string("When the new primary was recorded.", { format: "date-time" }),
             position: optional(string("The new primary's executed GTIDs at promotion.")),
+            dataLoss: optional(
+              string(
+                "What the failover lost or may have lost, when it was not loss-free (Async replication, semi-sync fallen back, or forced by failover.allowDataLoss): every transaction the old primary committed beyond what the new primary received. Absent when every acknowledged write was kept.",
+              ),
+            ),
           },
           "The last failover (a lost primary replaced), if any.",
         ),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { detectPrimaryLoss, type DetectionInput } from "./failover-detection.ts";
+import { detectPrimaryLoss, secondSignals, type DetectionInput, type NodeView, type PodView } from "./failover-detection.ts";
 
 const t0 = new Date("2026-01-01T00:00:00Z");
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
@@ -30,7 +30,7 @@ describe("when a primary counts as lost", () => {
   });
 
   it("not without a second signal, however long", () => {
-    expect(seen({ now: at(600), signals: [] })).toMatch(/^suspect: .*pod is Ready/);
+    expect(seen({ now: at(600), signals: [] })).toMatch(/^suspect: .*nothing else says it is gone/);
   });
 
   it("never during a rollout", () => {
@@ -42,5 +42,42 @@ describe("when a primary counts as lost", () => {
       kind: "lost",
       message: "db-0 has not answered for 40 s (connect ECONNREFUSED) and its pod is not Ready, no replica is connected to it",
     });
+  });
+});
+
+describe("the second signals", () => {
+  const pod = (ready: { status: string; reason?: string }, containersReady = "True"): PodView => ({
+    status: { conditions: [{ type: "Ready", ...ready }, { type: "ContainersReady", status: containersReady }], containerStatuses: [{ state: { running: {} } }] },
+  });
+  const node = (status: string, reason?: string): NodeView => ({ metadata: { name: "node-a" }, status: { conditions: [{ type: "Ready", status, ...(reason ? { reason } : {}) }] } });
+  const healthy = pod({ status: "True" });
+
+  it("none for a Ready pod on a Ready node whose replicas are connected", () => {
+    expect(secondSignals(healthy, node("True"), [true, false])).toEqual([]);
+  });
+
+  it("not the pod's readiness when only the operator's own readiness gate made it not Ready", () => {
+    // The operator clears the gate of a primary it does not reach; the kubelet then says ReadinessGatesNotReady.
+    expect(secondSignals(pod({ status: "False", reason: "ReadinessGatesNotReady" }), node("True"), [true])).toEqual([]);
+  });
+
+  it("the pod not Ready for any other reason (the node controller's marking), or its containers not ready", () => {
+    expect(secondSignals(pod({ status: "False" }), node("True"), [true])).toEqual(["its pod is not Ready"]);
+    expect(secondSignals(pod({ status: "False", reason: "ContainersNotReady" }, "False"), node("True"), [true])).toEqual(["its containers are not ready"]);
+  });
+
+  it("its node not Ready, or Unknown (the node controller lost it), or gone", () => {
+    expect(secondSignals(pod({ status: "False", reason: "ReadinessGatesNotReady" }), node("Unknown", "NodeStatusUnknown"), [true])).toEqual(["its node node-a is not Ready (Unknown, NodeStatusUnknown)"]);
+    expect(secondSignals(healthy, node("False", "KubeletNotReady"), [true])).toEqual(["its node node-a is not Ready (False, KubeletNotReady)"]);
+    expect(secondSignals(healthy, null, [true])).toEqual(["its node is gone"]);
+  });
+
+  it("nothing from a node that could not be read", () => {
+    expect(secondSignals(healthy, undefined, [true])).toEqual([]);
+  });
+
+  it("the pod gone, and no replica connected", () => {
+    expect(secondSignals(undefined, undefined, [false, false])).toEqual(["its pod is gone", "no replica is connected to it"]);
+    expect(secondSignals(healthy, node("True"), [])).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@
 //
 // Fencing is by construction: every server starts read-only (my.cnf) and only
 // the member in status.currentPrimary is made writable.
-import { builtin, findCondition, kubeTime, type Clock, type ConditionUpdate, type ReconcileContext } from "@stateward/core";
+import { builtin, findCondition, isForbidden, isNotFound, kubeTime, resourceType, type Clock, type ConditionUpdate, type KubeObject, type ReconcileContext } from "@stateward/core";
 import type { Flavor } from "@stateward/mysql";
 import { DEFAULT_ALLOW_DATA_LOSS, DEFAULT_DETECTION_SECONDS, DEFAULT_FAILOVER_POLICY, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 import { chooseCandidate, promotionSafety, receivedOf, type ReplicaProgress } from "../replication/candidate.ts";
@@ -27,7 +27,7 @@ import { readReplica, readServer, stopReplica } from "../replication/server.ts";
 import { ROLE_LABEL, podName } from "../resources/names.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
 import { semiSyncWasActive } from "./durability.ts";
-import { detectPrimaryLoss } from "./failover-detection.ts";
+import { detectPrimaryLoss, secondSignals, type NodeView } from "./failover-detection.ts";
 import type { Pod } from "./pods.ts";
 import { ignoreNotFound, memberError } from "./problems.ts";
 import { DECISION_RECHECK_MS, type RecordedDecisions } from "./recorded-decisions.ts";
@@ -38,6 +38,8 @@ export const FAILED_OVER_CONDITION = "FailedOver";
 const APPLY_RELAY_LOG_MS = 30_000;
 /** While the candidate applies its relay log, it is looked at this often: not waited for in the worker. */
 const APPLY_RECHECK_MS = 200;
+/** Nodes are cluster-scoped, read by name (get only), never cached. */
+const NODE = resourceType("v1", "Node", "nodes", false);
 /** While the primary does not answer, the cluster is looked at this often: detection is counted in seconds. */
 const SUSPECT_REQUEUE_MS = 1_000;
 
@@ -69,7 +71,7 @@ export interface FailoverOutcome {
 /** The FailedOver condition, from status.lastFailover. */
 export function failedOverCondition(last: MySQLClusterStatus["lastFailover"]): Update | undefined {
   if (!last) return undefined;
-  return { type: FAILED_OVER_CONDITION, status: "True", reason: "PrimaryLost", message: `${last.from} was lost (detected ${last.detectedAt}); ${last.to} was promoted at ${last.promotedAt}${last.position ? ` with ${last.position}` : ""}` };
+  return { type: FAILED_OVER_CONDITION, status: "True", reason: "PrimaryLost", message: `${last.from} was lost (detected ${last.detectedAt}); ${last.to} was promoted at ${last.promotedAt}${last.position ? ` with ${last.position}` : ""}${last.dataLoss ? `; lost: ${last.dataLoss}` : ""}` };
 }
 
 /** Servers kept out of the cluster for holding transactions the primary lacks (see members.ts). */
@@ -86,9 +88,29 @@ export class FailoverWatch {
   private readonly unreachable = new Map<string, { pod: string; since: Date }>();
   /** The candidate being promoted, per cluster, and since when it is waited for (its relay log applied). */
   private readonly applying = new Map<string, { candidate: string; since: Date }>();
+  /** The API server refused to let the operator read Nodes (logged once). */
+  private nodeReadRefused = false;
 
   constructor(clock: Clock) {
     this.clock = clock;
+  }
+
+  /**
+   * The primary's Node, read only while the primary does not answer (one get a second at most):
+   * null when it is gone, undefined when it cannot be read — without the permission (a chart
+   * installed without the node-reader ClusterRole) the signal is missing, which only delays a
+   * failover until another signal agrees; said once in the log.
+   */
+  private async readNode(f: FailoverInput, nodeName: string | undefined): Promise<NodeView | null | undefined> {
+    if (!nodeName) return undefined;
+    try {
+      return await f.d.client.get<NodeView & KubeObject>(NODE, undefined, nodeName);
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      if (!this.nodeReadRefused) f.ctx.log.info("the primary's node cannot be read: its Ready condition is not used as a signal", { node: nodeName, error: err instanceof Error ? err.message : String(err) });
+      if (isForbidden(err)) this.nodeReadRefused = true;
+      return undefined;
+    }
   }
 
   forget(namespace: string, name: string): void {
@@ -120,7 +142,11 @@ export class FailoverWatch {
       now,
       unreachableSince: since,
       detectionSeconds: cluster.spec.failover?.detectionSeconds ?? DEFAULT_DETECTION_SECONDS,
-      signals: secondSignals(pods.get(primaryOrdinal), replicas),
+      signals: secondSignals(
+        pods.get(primaryOrdinal),
+        await this.readNode(f, pods.get(primaryOrdinal)?.spec?.nodeName),
+        replicas.flatMap((r) => (r.kind === "reachable" ? [r.ioRunning] : [])),
+      ),
       rollout: cluster.status?.rollout,
       primary: primaryName,
       error: f.primaryError,
@@ -155,10 +181,18 @@ export class FailoverWatch {
     if (!safety.safe && !allowDataLoss) {
       return needed("NoSafeCandidate", `${detection.message}; promoting ${candidate.name} may lose ${safety.mayLose}. Bring ${primaryName} (or the missing replica) back, or set failover.allowDataLoss: true to promote ${candidate.name} anyway`);
     }
-    return this.promote(f, candidate, now, detection.message, safety.safe ? safety.note : `forced by failover.allowDataLoss: may lose ${safety.mayLose}`, needed);
+    return this.promote(f, candidate, now, detection.message, safety.safe ? safety.note : `forced by failover.allowDataLoss: may lose ${safety.mayLose}`, safety.mayLose, needed);
   }
 
-  private async promote(f: FailoverInput, candidate: ReplicaProgress, detectedAt: Date, why: string, loss: string, needed: (reason: string, message: string) => Promise<FailoverOutcome>): Promise<FailoverOutcome> {
+  private async promote(
+    f: FailoverInput,
+    candidate: ReplicaProgress,
+    detectedAt: Date,
+    why: string,
+    loss: string,
+    dataLoss: string | undefined,
+    needed: (reason: string, message: string) => Promise<FailoverOutcome>,
+  ): Promise<FailoverOutcome> {
     const { d, cluster, pods, primaryOrdinal, ctx } = f;
     const name = cluster.metadata.name ?? "";
     const ns = cluster.metadata.namespace ?? "";
@@ -182,7 +216,7 @@ export class FailoverWatch {
     ctx.signal.throwIfAborted();
     await stopReplica(conn);
     // Detected when this candidate's promotion began (the reconciles that waited for its relay log came after).
-    const lastFailover = { from: oldName, to: candidate.name, detectedAt: kubeTime(since), promotedAt: kubeTime(d.clock.now()), position: executed };
+    const lastFailover = { from: oldName, to: candidate.name, detectedAt: kubeTime(since), promotedAt: kubeTime(d.clock.now()), position: executed, ...(dataLoss ? { dataLoss } : {}) };
     // On record before the labels move: every later reconcile (and a new leader) starts from it; the old primary is never made writable again.
     await f.decisions.record(d, cluster, { currentPrimary: candidate.name, lastFailover }, (s) => s.currentPrimary === candidate.name);
     await d.client.patch(builtin.pod, ns, candidate.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);
@@ -217,16 +251,3 @@ async function observeReplicas(f: FailoverInput): Promise<ReplicaView[]> {
   return out;
 }
 
-/** What else says the primary is gone, besides the operator not reaching it. */
-function secondSignals(pod: Pod | undefined, replicas: ReplicaView[]): string[] {
-  const signals: string[] = [];
-  if (!pod) signals.push("its pod is gone");
-  else {
-    if (pod.status?.conditions?.find((c) => c.type === "Ready")?.status === "False") signals.push("its pod is not Ready");
-    const container = pod.status?.containerStatuses?.[0];
-    if (container && !container.state?.running) signals.push("its container is not running");
-  }
-  const reachable = replicas.filter((r) => r.kind === "reachable");
-  if (reachable.length > 0 && reachable.every((r) => !r.ioRunning)) signals.push("no replica is connected to it");
-  return signals;
-}

@@ -62,22 +62,29 @@ export interface PromotionFacts {
   oldPrimary: string;
 }
 
-export type Safety = { safe: true; note: string } | { safe: false; mayLose: string };
+/**
+ * `mayLose`, whenever the promotion is not loss-free: every transaction the old primary
+ * committed beyond what the candidate received — the boundary the FailedOver Event and
+ * status.lastFailover.dataLoss report, so a lost write is named, never hidden.
+ */
+export type Safety = { safe: true; note: string; mayLose?: string } | { safe: false; mayLose: string };
 
 /** Whether promoting `candidate` keeps every acknowledged write; when not, which writes may be lost. */
 export function promotionSafety(flavor: Flavor, candidate: ReplicaProgress, facts: PromotionFacts): Safety {
   const { lastKnownPrimary, oldPrimary } = facts;
+  const beyond = `every transaction ${oldPrimary} committed beyond ${candidate.received || "an empty position"} (what ${candidate.name} received)`;
   if (lastKnownPrimary && !gtidContains(flavor, candidate.received, lastKnownPrimary)) {
-    return { safe: false, mayLose: `${oldPrimary} had executed ${lastKnownPrimary} when last seen and ${candidate.name} received only ${candidate.received || "nothing"}: the transactions between, and any committed after` };
+    return { safe: false, mayLose: `${beyond}: ${oldPrimary} had executed ${lastKnownPrimary} when last seen` };
   }
   if (!facts.semiSyncActive) {
     return {
       safe: true,
-      note: `commits were not waiting for replicas (asynchronous): writes ${oldPrimary} acknowledged after ${lastKnownPrimary ? `its last seen position ${lastKnownPrimary}` : "the last status"} and ${candidate.name} never received are lost`,
+      note: `commits were not waiting for replicas (asynchronous): ${beyond} is lost, acknowledged writes among them`,
+      mayLose: `${beyond}: commits were not waiting for replicas (asynchronous)`,
     };
   }
   if (facts.unreachableReplicas.length > 0) {
-    return { safe: false, mayLose: `writes acknowledged only by ${facts.unreachableReplicas.join(", ")}, which does not answer, after ${candidate.name}'s ${candidate.received || "nothing"}` };
+    return { safe: false, mayLose: `${beyond}, acknowledged by ${facts.unreachableReplicas.join(", ")} only, which does not answer` };
   }
   return { safe: true, note: "semi-synchronous: every acknowledged commit had reached a replica, and the candidate has everything any replica received" };
 }
