@@ -1,5 +1,4 @@
-#!/usr/bin/env node
-// The `stateward` command.
+// The `stateward` command (started by main.ts).
 //
 //   stateward run [flags]     the manager: runs the selected operators against the current kube context
 //   stateward crds            prints the CRD YAML of the selected operators
@@ -7,7 +6,8 @@
 //   stateward help
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { KubeConfig } from "@kubernetes/client-node";
+// config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
+import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { Manager, createLogger, crdToYaml, uniqueKinds, type LogLevel } from "@stateward/core";
 import { UsageError, selectOperators } from "./operators.ts";
 import { releaseFinalizers, releaseUsage } from "./release-finalizers.ts";
@@ -73,7 +73,7 @@ async function run(argv: string[]): Promise<number> {
   if (values.crds !== "install" && values.crds !== "verify") throw new UsageError(`--crds must be install or verify, not "${values.crds}"`);
   if (values.secrets !== "watch" && values.secrets !== "get") throw new UsageError(`--secrets must be watch or get, not "${values.secrets}"`);
   const namespaces = list(values.namespaces);
-  const operators = selectOperators(list(values.operators));
+  const operators = await selectOperators(list(values.operators));
   const logger = createLogger({ level: level as LogLevel });
 
   const kubeConfig = new KubeConfig();
@@ -124,9 +124,9 @@ async function run(argv: string[]): Promise<number> {
   }
 }
 
-function crds(argv: string[]): number {
+async function crds(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { operators: { type: "string" } }, strict: true });
-  const kinds = uniqueKinds(selectOperators(list(values.operators)).flatMap((m) => m.kinds));
+  const kinds = uniqueKinds((await selectOperators(list(values.operators))).flatMap((m) => m.kinds));
   process.stdout.write(kinds.map((k) => crdToYaml(k)).join("---\n"));
   return 0;
 }

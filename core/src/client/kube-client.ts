@@ -5,7 +5,10 @@
 // optimistic-concurrency update, status subresource, merge patch, server-side
 // apply — and reports every request to an optional observer (metrics, tests
 // that count writes).
-import { RequestContext, type HttpMethod, type KubeConfig } from "@kubernetes/client-node";
+import type { HttpMethod, KubeConfig } from "@kubernetes/client-node";
+// The module itself, not the package's index: the index loads client-node's whole generated API
+// client (every group and model), which the manager never uses (docs/performance.md).
+import { RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";
 import { fetch } from "undici";
 import { ApiError } from "./errors.ts";
 import type { KubeList, KubeObject } from "./object.ts";
