@@ -10,7 +10,6 @@ import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { Manager, createLogger, crdToYaml, uniqueKinds, type LogLevel } from "@stateward/core";
 import { UsageError, selectOperators } from "./operators.ts";
-import { releaseFinalizers, releaseUsage } from "./release-finalizers.ts";
 
 const usage = `Usage:
   stateward run [flags]        run the manager with the selected operators
@@ -138,12 +137,15 @@ async function main(argv: string[]): Promise<number> {
       return run(rest);
     case "crds":
       return crds(rest);
-    case "release-finalizers":
+    case "release-finalizers": {
+      // Imported here: it names every operator's finalizers, so it loads every operator (mysql-backup: the AWS SDK).
+      const { releaseFinalizers, releaseUsage } = await import("./release-finalizers.ts");
       if (rest.includes("--help") || rest.includes("-h")) {
         process.stdout.write(releaseUsage);
         return 0;
       }
       return releaseFinalizers(rest);
+    }
     case "help":
     case "--help":
     case "-h":
