@@ -5,10 +5,9 @@
 # (docs/performance.md). Build with `make docker-build` (IMG=stateward:dev).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Production dependencies of @stateward/cli and the workspace packages it imports (core, the
-# operators, mysql); no dev tools, no e2e dependencies. Only the manifests are copied first,
-# so this layer is rebuilt only when a package.json or the lockfile changes.
-FROM ${NODE_IMAGE} AS deps
+# The workspace manifests and the lockfile, alone, so that the npm ci layers below are rebuilt
+# only when a package.json or the lockfile changes.
+FROM ${NODE_IMAGE} AS manifests
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY core/package.json core/
@@ -19,21 +18,16 @@ COPY operators/mysql-cluster/package.json operators/mysql-cluster/
 COPY cli/package.json cli/
 # npm ci checks every workspace of the lockfile against its package.json, e2e's included.
 COPY e2e/package.json e2e/
+
+# Production dependencies of @stateward/cli and the workspace packages it imports (core, the
+# operators, mysql); no dev tools, no e2e dependencies.
+FROM manifests AS deps
 RUN npm ci --omit=dev --workspace=@stateward/cli --include-workspace-root=false \
       --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
 # The compiler: the whole workspace's dependencies (TypeScript is a dev dependency).
-FROM ${NODE_IMAGE} AS build
-WORKDIR /app
-COPY package.json package-lock.json ./
-COPY core/package.json core/
-COPY operators/mysql/package.json operators/mysql/
-COPY operators/database-user/package.json operators/database-user/
-COPY operators/mysql-backup/package.json operators/mysql-backup/
-COPY operators/mysql-cluster/package.json operators/mysql-cluster/
-COPY cli/package.json cli/
-COPY e2e/package.json e2e/
+FROM manifests AS build
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.base.json ./
 COPY hack/build.ts hack/

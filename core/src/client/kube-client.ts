@@ -5,7 +5,7 @@
 // optimistic-concurrency update, status subresource, merge patch, server-side
 // apply — and reports every request to an optional observer (metrics, tests
 // that count writes).
-import type { HttpMethod, KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 // The module itself, not the package's index: the index loads client-node's whole generated API
 // client (every group and model), which the manager never uses (docs/performance.md).
 import { RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";
@@ -171,10 +171,10 @@ export class KubeClient {
     const key = JSON.stringify(this.kubeConfig.createDispatcherOptions(this.kubeConfig.getCurrentCluster(), agentOptions));
     if (this.pool?.key !== key) {
       // client-node's own dispatcher for this material (direct, HTTP(S) or SOCKS proxy), made once.
-      const ctx = new RequestContext(url.toString(), "GET" as HttpMethod);
+      const ctx = new RequestContext(url.toString(), "GET");
       await this.kubeConfig.applySecurityAuthentication(ctx);
       const previous = this.pool?.dispatcher;
-      this.pool = { key, dispatcher: ctx.getDispatcher() as Dispatcher | undefined };
+      this.pool = { key, dispatcher: ctx.getDispatcher() };
       // Requests and watches still on it finish first.
       void previous?.close().catch(() => undefined);
     }
