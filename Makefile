@@ -93,6 +93,14 @@ dev-status: $(DEPS_STAMP) ## is the local environment up, and where
 demo: dev-up crds ## from a fresh clone: environment, CRDs, the manager with all operators, examples/ applied, status
 	hack/demo.sh
 
+.PHONY: build
+build: $(DEPS_STAMP) ## compile the `stateward` command to JavaScript (each package's dist/, git-ignored), as the image runs it
+	node hack/build.ts
+
+.PHONY: run-dist
+run-dist: build ## the compiled manager, as the image runs it (stateward run $(ARGS))
+	node --conditions=stateward-dist cli/dist/main.js run $(ARGS)
+
 .PHONY: run
 run: $(DEPS_STAMP) ## the manager against the current kube context (stateward run $(ARGS))
 	node cli/src/main.ts run $(ARGS)

@@ -6,11 +6,11 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { crdFiles, uniqueKinds } from "@stateward/core";
-import { availableOperators } from "@stateward/cli";
+import { selectOperators } from "@stateward/cli";
 
 const dir = resolve(import.meta.dirname, "..", "crds");
 const check = process.argv.includes("--check");
-const files = crdFiles(uniqueKinds(availableOperators.flatMap((m) => m.kinds)));
+const files = crdFiles(uniqueKinds((await selectOperators()).flatMap((m) => m.kinds)));
 const wanted = new Set(files.map((f) => f.fileName));
 const problems: string[] = [];
 

@@ -1,2 +1,2 @@
 // The `stateward` command lives in main.ts; this package exports the operator registry.
-export { availableOperators, selectOperators } from "./operators.ts";
+export { operatorNames, selectOperatorNames, selectOperators } from "./operators.ts";

@@ -1,21 +1,37 @@
 // The operators this build of the `stateward` command can run, by the name
 // given to `--operators`. The CLI is the only package that imports them all.
+//
+// Each operator's module is imported only when it is selected: an operator
+// brings its own dependencies (mysql-backup the AWS SDK, node-cron), and a
+// manager running only database-user should not pay their load time and
+// memory (docs/performance.md).
 import type { OperatorModule } from "@stateward/core";
-import { databaseUserOperator } from "@stateward/operator-database-user";
-import { mysqlBackupOperator } from "@stateward/operator-mysql-backup";
-import { mysqlClusterOperator } from "@stateward/operator-mysql-cluster";
 
-/** Every available operator, in a stable order. */
-export const availableOperators: OperatorModule[] = [databaseUserOperator, mysqlBackupOperator, mysqlClusterOperator];
+/** Every available operator, in a stable order, and how to load it. */
+export const operatorLoaders: readonly { name: string; load: () => Promise<OperatorModule> }[] = [
+  { name: "database-user", load: async () => (await import("@stateward/operator-database-user")).databaseUserOperator },
+  { name: "mysql-backup", load: async () => (await import("@stateward/operator-mysql-backup")).mysqlBackupOperator },
+  { name: "mysql-cluster", load: async () => (await import("@stateward/operator-mysql-cluster")).mysqlClusterOperator },
+];
 
-export function selectOperators(names: string[] | undefined): OperatorModule[] {
-  if (!names || names.length === 0) return availableOperators;
-  const unknown = names.filter((n) => !availableOperators.some((m) => m.name === n));
+/** The names `--operators` accepts, in the registry's order. */
+export const operatorNames: readonly string[] = operatorLoaders.map((o) => o.name);
+
+/** The operators named (every one when none is named), in the registry's order; a UsageError on an unknown name, before anything is loaded. */
+export function selectOperatorNames(names: readonly string[] | undefined): string[] {
+  if (!names || names.length === 0) return [...operatorNames];
+  const unknown = names.filter((n) => !operatorNames.includes(n));
   if (unknown.length) {
-    const known = availableOperators.map((m) => m.name).join(", ") || "(none yet)";
+    const known = operatorNames.join(", ") || "(none yet)";
     throw new UsageError(`unknown operator(s): ${unknown.join(", ")}; available: ${known}`);
   }
-  return availableOperators.filter((m) => names.includes(m.name));
+  return operatorNames.filter((n) => names.includes(n));
+}
+
+/** Loads the operators named (every one when none is named); see selectOperatorNames. */
+export async function selectOperators(names?: readonly string[]): Promise<OperatorModule[]> {
+  const selected = selectOperatorNames(names);
+  return Promise.all(operatorLoaders.filter((o) => selected.includes(o.name)).map((o) => o.load()));
 }
 
 export class UsageError extends Error {

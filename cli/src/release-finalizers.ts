@@ -7,11 +7,12 @@
 // removes the finalizers without cleaning anything: what they would have
 // removed is left behind, and the listing says where.
 import { parseArgs } from "node:util";
-import { KubeConfig } from "@kubernetes/client-node";
+// config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
+import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { KubeClient, isNotFound, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
 import { FINALIZER as DROP_ACCOUNT_FINALIZER } from "@stateward/operator-database-user";
 import { BACKUP_FINALIZER } from "@stateward/operator-mysql-backup";
-import { UsageError, availableOperators } from "./operators.ts";
+import { UsageError, selectOperators } from "./operators.ts";
 
 /** Every finalizer Stateward writes is in this domain. */
 export const FINALIZER_PREFIX = "stateward.io/";
@@ -119,7 +120,7 @@ export async function releaseFinalizers(argv: string[], out: (s: string) => void
   else kubeConfig.loadFromDefault();
   const client = new KubeClient({ kubeConfig, fieldManager: "stateward-release-finalizers" });
 
-  const kinds = uniqueKinds(availableOperators.flatMap((m) => m.kinds));
+  const kinds = uniqueKinds((await selectOperators()).flatMap((m) => m.kinds));
   const findings: { finding: Finding; obj: Described; kind: CustomKind }[] = [];
   for (const kind of kinds) {
     if (kind.scope === "Cluster" && !all) continue;

@@ -20,7 +20,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
-import { availableOperators } from "@stateward/cli";
+import { operatorNames, selectOperators } from "@stateward/cli";
 import { KubeClient, Manager, createLogger } from "@stateward/core";
 import { createMySQLClusterOperator } from "@stateward/operator-mysql-cluster";
 import { LocalPodServers } from "../support/mysql-pods.ts";
@@ -50,7 +50,7 @@ const manager = new Manager({
 }).load(
   // First, so its address resolver serves every MySQL operator of the process.
   createMySQLClusterOperator({ addresses: servers ?? new PodAddresses(client) }),
-  ...availableOperators.filter((m) => m.name !== "mysql-cluster"),
+  ...(await selectOperators(operatorNames.filter((n) => n !== "mysql-cluster"))),
 );
 
 let last = "";

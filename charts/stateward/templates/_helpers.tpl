@@ -204,3 +204,29 @@ never taken over (NameConflict).
 {{ include "stateward.rules.mysqlCluster" . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The manager's V8 old-space limit in MiB (--max-old-space-size): heapMaxMiB, or 5/8 of the
+memory limit when that is given in Mi or Gi; empty (Node's own default) otherwise. Node
+sizes its heap from the cgroup limit, but to about half of it with a floor of 256 MiB (a
+256Mi limit still gets a 259 MiB heap): the heap can outgrow a small limit and the pod is
+OOM-killed instead of collecting garbage. The other 3/8 is for what lives outside the old
+space: the young generation, code, Node itself and Buffers (backup parts, zlib).
+See docs/performance.md.
+*/}}
+{{- define "stateward.heapMiB" -}}
+{{- if .Values.heapMaxMiB -}}
+{{- int .Values.heapMaxMiB -}}
+{{- else -}}
+{{- $limit := toString (dig "limits" "memory" "" .Values.resources) -}}
+{{- $mib := 0 -}}
+{{- if hasSuffix "Gi" $limit -}}
+{{- $mib = mul (atoi (trimSuffix "Gi" $limit)) 1024 -}}
+{{- else if hasSuffix "Mi" $limit -}}
+{{- $mib = atoi (trimSuffix "Mi" $limit) -}}
+{{- end -}}
+{{- if gt (int $mib) 0 -}}
+{{- div (mul $mib 5) 8 -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -17,7 +17,7 @@ async function startManager(operators: string[], namespace: string): Promise<{ m
   const logs = captureLogs();
   // What `stateward run --operators <operators>` loads.
   const manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [namespace], logger: logs.logger, gracefulShutdownMs: 5_000 }).load(
-    ...selectOperators(operators),
+    ...(await selectOperators(operators)),
   );
   await manager.start();
   return { manager, logs };
