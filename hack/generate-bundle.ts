@@ -31,6 +31,7 @@ import { crdFiles, uniqueKinds, type CrdManifest } from "@stateward/core";
 import { availableOperators } from "@stateward/cli";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { chartDir, removeChartScratch, renderChart, type RenderedObject } from "../e2e/support/chart.ts";
+import type { PolicyRule } from "../e2e/support/rbac.ts";
 
 const root = resolve(import.meta.dirname, "..");
 const { values: opts } = parseArgs({
@@ -59,12 +60,6 @@ interface Chart {
   home?: string;
   sources?: string[];
   maintainers?: { name: string; email?: string; url?: string }[];
-}
-interface PolicyRule {
-  apiGroups?: string[];
-  resources?: string[];
-  verbs?: string[];
-  resourceNames?: string[];
 }
 interface Schema {
   description?: string;

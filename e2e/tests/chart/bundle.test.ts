@@ -10,15 +10,10 @@ import { parse, parseAllDocuments } from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
 import { kubernetesVersion, repoRoot } from "../../harness/index.ts";
 import { removeChartScratch, renderChart, type RenderedObject } from "../../support/chart.ts";
+import type { PolicyRule } from "../../support/rbac.ts";
 
 afterAll(() => removeChartScratch());
 
-interface PolicyRule {
-  apiGroups?: string[];
-  resources?: string[];
-  verbs?: string[];
-  resourceNames?: string[];
-}
 interface Container {
   name: string;
   args: string[];
