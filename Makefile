@@ -73,8 +73,22 @@ crds: $(DEPS_STAMP) ## regenerate crds/*.yaml from the schemas in code (and the 
 crds-check: $(DEPS_STAMP) ## fail when crds/*.yaml is stale
 	node hack/generate-crds.ts --check
 
+# The Kubernetes minor the bundle's deprecated-API checks assume: the test environment's.
+BUNDLE_K8S_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=v\([0-9]*\.[0-9]*\).*/\1/p' e2e/tools/versions.env)
+
+.PHONY: bundle
+bundle: $(DEPS_STAMP) ## regenerate bundle/ (the OLM bundle) from the Helm chart and the schemas in code
+	hack/build-tools.sh helm
+	node hack/generate-bundle.ts
+
+.PHONY: bundle-check
+bundle-check: $(DEPS_STAMP) ## fail when bundle/ is stale or the Operator Framework validators (OperatorHub suite) refuse it
+	hack/build-tools.sh helm bundle-validate
+	node hack/generate-bundle.ts --check
+	.stateward/bin/bundle-validate -k8s-version $(BUNDLE_K8S_VERSION) bundle
+
 .PHONY: test
-test: lint typecheck crds-check unit integration ## lint, type-check, CRD freshness, unit and integration tests
+test: lint typecheck crds-check bundle-check unit integration ## lint, type-check, CRD and OLM bundle freshness, unit and integration tests
 	@node hack/test-summary.ts $(REPORTS)/unit.json $(REPORTS)/integration.json
 
 .PHONY: dev-up

@@ -8,6 +8,7 @@
 #   helm (chart lint/template/install, make deploy)                    (e2e/tools/helm)
 #   kind (only `make e2e-kind`; not built by default)                   go install sigs.k8s.io/kind@$KIND_VERSION
 #   kubelet, coredns (only for the real node, `make realnode`)          (e2e/tools/kubernetes, e2e/tools/coredns)
+#   bundle-validate (the OLM bundle's validators, `make bundle-check`)   (hack/bundle-validate, our own code)
 #
 # Each tool is pinned by the go.mod/go.sum of its wrapper module under
 # e2e/tools/. Binaries land in $STATEWARD_CACHE/bin/<tool>-<version>/, outside
@@ -16,7 +17,7 @@
 # is incremental. A failed build names the tool, prints the tail of its log and
 # exits non-zero.
 #
-# Usage: hack/build-tools.sh [tool...]   (default: all but kind)
+# Usage: hack/build-tools.sh [tool...]   (default: all but kind and the real node's)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,7 +40,9 @@ build() { # name version module-dir ldflags packages...
   mkdir -p "$out" "$(dirname "$log")"
   echo "build-tools: building $name $version (first time on this machine; log: $log)" >&2
   local start=$SECONDS
-  if ! (cd "$ROOT/e2e/tools/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out/" "$@") >"$log" 2>&1; then
+  # A relative module dir is a wrapper module under e2e/tools/; an absolute one is our own code.
+  [[ "$dir" == /* ]] || dir="$ROOT/e2e/tools/$dir"
+  if ! (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out/" "$@") >"$log" 2>&1; then
     echo "build-tools: FAILED to build $name $version — last lines of $log:" >&2
     tail -n 30 "$log" >&2
     exit 1
@@ -102,7 +105,7 @@ helm_ldflags() {
 }
 
 want=("$@")
-[[ ${#want[@]} -eq 0 ]] && want=(kubernetes etcd kwok versitygw helm)
+[[ ${#want[@]} -eq 0 ]] && want=(kubernetes etcd kwok versitygw helm bundle-validate)
 for tool in "${want[@]}"; do
   case "$tool" in
     kubernetes)
@@ -140,6 +143,14 @@ for tool in "${want[@]}"; do
     helm)
       build helm "$HELM_VERSION" helm "$(helm_ldflags)" helm.sh/helm/v3/cmd/helm
       link_bin helm "$CACHE/bin/helm-$HELM_VERSION/helm" ;;
+    bundle-validate)
+      # Our own program around github.com/operator-framework/api's validators (pinned by its
+      # go.mod/go.sum). The cache key is the api version plus a hash of the program, so an
+      # edit of main.go or a bump in go.sum rebuilds it.
+      src="$ROOT/hack/bundle-validate"
+      key="$OPERATOR_FRAMEWORK_API_VERSION-$(cat "$src/main.go" "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-12)"
+      build bundle-validate "$key" "$src" "" .
+      link_bin bundle-validate "$CACHE/bin/bundle-validate-$key/bundle-validate" ;;
     kind)
       go_install kind "$KIND_VERSION" "sigs.k8s.io/kind@$KIND_VERSION"
       link_bin kind "$CACHE/bin/kind-$KIND_VERSION/kind" ;;
