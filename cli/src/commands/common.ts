@@ -131,6 +131,18 @@ export async function getExisting<T extends KubeObject>(client: KubeClient, kind
   }
 }
 
+/** Every object of a Stateward kind, page by page; `namespace` undefined lists every namespace. */
+export async function listAll<T extends KubeObject>(client: KubeClient, kind: CustomKind, namespace: string | undefined): Promise<T[]> {
+  const out: T[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await client.list<T>(resourceOf(kind), { namespace, limit: 500, continue: cont });
+    out.push(...page.items);
+    cont = page.metadata?.continue || undefined;
+  } while (cont);
+  return out;
+}
+
 /** "30s", "5m", "2h", "1h30m", or plain seconds; 0 means no limit. Returns milliseconds. */
 export function parseDuration(value: string, flag: string): number {
   const text = value.trim();

@@ -2,9 +2,9 @@
 // Ready, and — when it is not — what it waits for (the Ready condition's
 // reason and message, or that no manager has written a status for it yet).
 import { parseArgs } from "node:util";
-import { isNotFound, resourceOf, uniqueKinds, type Condition, type CustomKind, type KubeClient, type KubeObject } from "@stateward/core";
+import { isNotFound, uniqueKinds, type Condition, type KubeObject } from "@stateward/core";
 import { availableOperators } from "../operators.ts";
-import { CommandError, EXIT, connect, connectionHelp, connectionOptions, formatBytes, messageOf, outputFormat, outputOption, readyCondition, render } from "./common.ts";
+import { CommandError, EXIT, connect, listAll, connectionHelp, connectionOptions, formatBytes, messageOf, outputFormat, outputOption, readyCondition, render } from "./common.ts";
 
 export const statusUsage = `Usage:
   stateward status [-n NS | -A] [-o json|yaml] [--kubeconfig PATH]
@@ -123,17 +123,6 @@ export function statusTable(rows: StatusRow[], allNamespaces: boolean): string {
   return table(header, cells);
 }
 
-async function listAll(client: KubeClient, kind: CustomKind, namespace: string | undefined): Promise<Described[]> {
-  const out: Described[] = [];
-  let cont: string | undefined;
-  do {
-    const page = await client.list<Described>(resourceOf(kind), { namespace, limit: 500, continue: cont });
-    out.push(...page.items);
-    cont = page.metadata?.continue || undefined;
-  } while (cont);
-  return out;
-}
-
 export async function status(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -147,7 +136,7 @@ export async function status(argv: string[], out: (s: string) => void = (s) => p
   const failures: string[] = [];
   const lists = await Promise.all(kinds.map(async (kind) => {
     try {
-      return (await listAll(client, kind, all ? undefined : namespace)).map((obj) => statusRow(kind.kind, obj));
+      return (await listAll<Described>(client, kind, all ? undefined : namespace)).map((obj) => statusRow(kind.kind, obj));
     } catch (err) {
       if (isNotFound(err)) return []; // That CRD is not installed: nothing of this kind exists.
       failures.push(`cannot list ${kind.plural}: ${messageOf(err)}`);
