@@ -42,15 +42,15 @@ afterAll(async () => {
 
 describe("stateward status", () => {
   it("lists every Stateward resource of the namespace, Ready or with what it waits for", async () => {
-    const waiting = await waitFor("the DatabaseUser not Ready, with a reason", async () => {
-      const u = await client.get<KubeObject & { status?: { conditions?: Condition[] } }>(DatabaseUserKind.resource, ns, "app");
-      const ready = findCondition(u.status?.conditions, "Ready");
-      return ready?.status === "False" ? ready : undefined;
-    }, 60_000, 250);
     await waitFor("the MySQLInstance Ready", async () => {
       const r = await stateward(env.kubeconfig, "status", "-n", ns, "-o", "json");
       return (JSON.parse(r.stdout) as { items: { kind: string; ready: string }[] }).items.some((i) => i.kind === "MySQLInstance" && i.ready === "True") ? true : undefined;
     }, 60_000, 500);
+    const waiting = await waitFor("the DatabaseUser waiting for its password Secret", async () => {
+      const u = await client.get<KubeObject & { status?: { conditions?: Condition[] } }>(DatabaseUserKind.resource, ns, "app");
+      const ready = findCondition(u.status?.conditions, "Ready");
+      return ready?.status === "False" && ready.reason === "SecretNotFound" ? ready : undefined;
+    }, 60_000, 250);
 
     const table = await stateward(env.kubeconfig, "status", "-n", ns);
     console.log(table.stdout);
