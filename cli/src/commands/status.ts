@@ -86,20 +86,20 @@ export function summaryOf(kind: string, obj: Described): string {
 
 /** One object's row: whether it is Ready and, if not, what it waits for. */
 export function statusRow(kind: string, obj: Described): StatusRow {
-  const base = { kind, namespace: obj.metadata.namespace ?? "", name: obj.metadata.name ?? "", phase: str(obj.status?.phase) ?? "", summary: summaryOf(kind, obj) };
+  const phase = str(obj.status?.phase) ?? "";
+  const row = (ready: StatusRow["ready"], reason: string, message: string): StatusRow =>
+    ({ kind, namespace: obj.metadata.namespace ?? "", name: obj.metadata.name ?? "", ready, phase, summary: summaryOf(kind, obj), reason, message });
   const ready = readyCondition(obj);
-  if (!ready) {
-    return { ...base, ready: "Unknown", reason: "NoStatus", message: "no status yet: waiting for a Stateward manager that watches this namespace to pick it up" };
-  }
+  if (!ready) return row("Unknown", "NoStatus", "no status yet: waiting for a Stateward manager that watches this namespace to pick it up");
   // A one-shot operation that ended does not act on later spec changes; anything else is behind when its status is for an older generation.
-  const ended = base.phase === "Completed" || base.phase === "Failed";
+  const ended = phase === "Completed" || phase === "Failed";
   const generation = obj.metadata.generation;
   const observed = num(obj.status?.observedGeneration) ?? ready.observedGeneration;
   if (!ended && generation !== undefined && observed !== undefined && observed < generation) {
-    return { ...base, ready: ready.status, reason: "SpecNotObserved", message: `waiting for the manager to act on the spec's generation ${generation} (the status is for generation ${observed}); last: ${ready.reason}: ${ready.message}` };
+    return row(ready.status, "SpecNotObserved", `waiting for the manager to act on the spec's generation ${generation} (the status is for generation ${observed}); last: ${ready.reason}: ${ready.message}`);
   }
-  if (ready.status === "True") return { ...base, ready: "True", reason: "", message: "" };
-  return { ...base, ready: ready.status, reason: ready.reason, message: ready.message };
+  if (ready.status === "True") return row("True", "", "");
+  return row(ready.status, ready.reason, ready.message);
 }
 
 export function sortRows(rows: StatusRow[]): StatusRow[] {
@@ -145,14 +145,14 @@ export async function status(argv: string[], out: (s: string) => void = (s) => p
   }));
   const rows = sortRows(lists.flat());
   if (format !== "text") out(render(format, { items: rows }));
-  else if (rows.length === 0) out(`No Stateward resources in ${all ? "any namespace" : `namespace ${namespace}`}.\n`);
-  else {
+  else if (rows.length === 0 && failures.length === 0) out(`No Stateward resources in ${all ? "any namespace" : `namespace ${namespace}`}.\n`);
+  else if (rows.length > 0) {
     out(statusTable(rows, all));
     const waiting = rows.filter((r) => r.ready !== "True").length;
     out(`\n${rows.length} resource(s), ${waiting === 0 ? "all Ready" : `${waiting} not Ready`}.\n`);
   }
   if (failures.length) {
-    // Only when every list failed is there nothing useful above; either way a script must see it.
+    // What could be listed is printed above; a script must still see that the picture is incomplete.
     throw new CommandError(EXIT.api, failures.join("\n"));
   }
   return EXIT.ok;
