@@ -2,8 +2,8 @@
 // MariaDB, the S3 server and a manager with the mysql-backup operator. A
 // backup taken by hand goes where the instance's schedule stores, is followed
 // to Completed and is in the bucket; restoring it brings a deleted row back.
-// A backup that fails exits 1 with the operator's reason, one that cannot
-// start is followed until --timeout (exit 3) showing what it waits for, and
+// A backup that fails exits 1 with the operator's reason (a missing database, a
+// server it cannot reach), one followed past --timeout exits 3, and
 // mistakes are refused before anything is created.
 import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
@@ -120,18 +120,21 @@ describe("stateward backup and restore", () => {
     expect(r.stderr).toMatch(/stateward: MySQLBackup .* failed: DatabaseNotFound: Backup failed: database clibk_\w+_missing not found/);
   }, 120_000);
 
-  it("follows a backup that cannot start until --timeout, showing what it waits for (exit 3); --no-wait returns at once", async () => {
-    // An instance nothing answers for: its backups wait for it to be Ready.
+  it("exits 1 when the server is unreachable, 3 when --timeout passes first; --no-wait returns at once", async () => {
+    // An instance nothing answers for: a backup of it fails at once (DatabaseUnreachable).
     await client.create(MySQLInstanceKind.resource, {
       apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "down", namespace: ns },
       spec: { host: "127.0.0.1", port: 1, adminSecretRef: { name: "mysql-admin" } },
     } as KubeObject);
     const storage = ["--bucket", env.s3.bucket, "--prefix", prefix, "--endpoint", env.s3.endpoint, "--region", env.s3.region, "--path-style", "--credentials-secret", "s3-creds"];
-    const r = await stateward(env.kubeconfig, "backup", "down", "-n", ns, "--name", "down-1", ...storage, "--timeout", "6s");
+    const r = await stateward(env.kubeconfig, "backup", "down", "-n", ns, "--name", "down-1", ...storage);
     console.log(r.stderr);
-    expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/MySQLBackup \S+\/down-1: Pending \(\w+\): /);
-    expect(r.stderr).toMatch(/stateward: stopped following MySQLBackup \S+\/down-1 after 6s \(--timeout\); it goes on in the cluster: kubectl get mysqlbackups -n \S+ down-1/);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/stateward: MySQLBackup \S+\/down-1 failed: DatabaseUnreachable: /);
+    // A time-out shorter than the first look: following stops, the backup goes on.
+    const short = await stateward(env.kubeconfig, "backup", "down", "-n", ns, "--name", "down-3", ...storage, "--timeout", "1ms");
+    expect(short.code).toBe(3);
+    expect(short.stderr).toMatch(/stateward: stopped following MySQLBackup \S+\/down-3 after 0s \(--timeout\); it goes on in the cluster: kubectl get mysqlbackups -n \S+ down-3/);
     const created = await client.get<MySQLBackup>(MySQLBackupKind.resource, ns, "down-1");
     expect(created.spec.storage.s3).toMatchObject({ bucket: env.s3.bucket, prefix, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } });
 
