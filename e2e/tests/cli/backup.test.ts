@@ -141,7 +141,7 @@ describe("stateward backup and restore", () => {
     const noWait = await stateward(env.kubeconfig, "backup", "down", "-n", ns, "--name", "down-2", "--no-wait");
     expect(noWait.code).toBe(0);
     // Without storage flags or a schedule of its own, it takes the storage of the instance's newest backup.
-    expect(noWait.stderr).toContain("(from MySQLBackup down-1)");
+    expect(noWait.stderr).toContain("(from MySQLBackup down-3)");
     expect(noWait.stdout).toBe(`MySQLBackup ${ns}/down-2 created\n`);
   }, 120_000);
 
