@@ -28,7 +28,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { crdFiles, uniqueKinds, type CrdManifest } from "@stateward/core";
-import { availableOperators } from "@stateward/cli";
+import { selectOperators } from "@stateward/cli";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { chartDir, removeChartScratch, renderChart, type RenderedObject } from "../e2e/support/chart.ts";
 import type { PolicyRule } from "../e2e/support/rbac.ts";
@@ -144,7 +144,7 @@ function olmDeploymentSpec(): unknown {
 
 // --- the CRDs and their descriptors --------------------------------------------------------
 
-const kinds = uniqueKinds(availableOperators.flatMap((m) => m.kinds));
+const kinds = uniqueKinds((await selectOperators()).flatMap((m) => m.kinds));
 const crds = kinds.map((k) => k.crdManifest()).sort((a, b) => a.spec.names.kind.localeCompare(b.spec.names.kind));
 
 // Initialisms the console should show in capitals ("tlsRequirement" -> "TLS Requirement").

@@ -1,23 +1,51 @@
-// The `stateward` command (started by main.ts).
+// The `stateward` command (started by main.ts: the npm bin of @stateward/cli, and the image's entrypoint).
 //
 //   stateward run [flags]     the manager: runs the selected operators against the current kube context
 //   stateward crds            prints the CRD YAML of the selected operators
+//   stateward status | backup | restore | switchover | version   for operators of these systems (src/commands/)
 //   stateward release-finalizers  removes Stateward finalizers when the manager is gone (lists first)
-//   stateward help
+//   stateward help [COMMAND]
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { Manager, createLogger, crdToYaml, uniqueKinds, type LogLevel } from "@stateward/core";
+import { backup, backupUsage } from "./commands/backup.ts";
+import { EXIT, exitCodeOf, messageOf } from "./commands/common.ts";
+import { restore, restoreUsage } from "./commands/restore.ts";
+import { status, statusUsage } from "./commands/status.ts";
+import { switchover, switchoverUsage } from "./commands/switchover.ts";
+import { version, versionUsage } from "./commands/version.ts";
 import { UsageError, selectOperators } from "./operators.ts";
+import { releaseUsage } from "./release-finalizers-usage.ts";
 
-const usage = `Usage:
-  stateward run [flags]        run the manager with the selected operators
-  stateward crds [--operators] print the CustomResourceDefinitions as YAML
-  stateward release-finalizers (--namespace NS | --all-namespaces) [--yes]
+const usage = `Usage: stateward COMMAND [flags]      (stateward help COMMAND, or COMMAND --help, for its flags)
+
+Operating Stateward resources (kubeconfig from --kubeconfig or $KUBECONFIG; -n NS or the
+context's namespace; -o json|yaml for scripts; progress on stderr, results on stdout):
+  status [-A]                  every Stateward resource: Ready or not, and what it waits for
+  backup INSTANCE [--databases a,b] [--bucket … | --from-schedule NAME]
+                               create a MySQLBackup now and follow it to Completed or Failed
+                               (storage: the flags, else the instance's schedule's, else its
+                               newest backup's)
+  restore BACKUP --to INSTANCE [--databases a,b] [--mode Staged|InPlace]
+                               create a MySQLRestore and follow it
+  switchover CLUSTER [--to POD|ORDINAL]
+                               planned switchover of a MySQLCluster's primary (default: the
+                               Ready replica with the least lag), followed until all are Ready
+  release-finalizers (--namespace NS | --all-namespaces) [--yes]
                                with the manager gone: list Stateward finalizers and what they
                                would clean up; --yes removes them, leaving that cleanup undone
-  stateward help
+  version [--client]           this command's version; the cluster's CRDs and managers
+
+Running Stateward:
+  run [flags]                  run the manager with the selected operators
+  crds [--operators]           print the CustomResourceDefinitions as YAML
+  help [COMMAND]
+
+Exit status: 0 done; 1 the operation failed or was refused; 2 usage error; 3 --timeout
+passed while following (the work goes on); 4 the Kubernetes API could not be reached or
+refused a request; 130 interrupted while following (the work goes on).
 
 Flags of run:
   --kubeconfig PATH            kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
@@ -130,6 +158,17 @@ async function crds(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** The commands with their own usage, shown by `COMMAND --help` and `help COMMAND` and after a usage error. */
+const commands: Record<string, { usage: string; run: (argv: string[]) => Promise<number> }> = {
+  status: { usage: statusUsage, run: (a) => status(a) },
+  backup: { usage: backupUsage, run: (a) => backup(a) },
+  restore: { usage: restoreUsage, run: (a) => restore(a) },
+  switchover: { usage: switchoverUsage, run: (a) => switchover(a) },
+  // Imported when run: it names every operator's finalizers, so it loads every operator (mysql-backup: the AWS SDK).
+  "release-finalizers": { usage: releaseUsage, run: async (a) => (await import("./release-finalizers.ts")).releaseFinalizers(a) },
+  version: { usage: versionUsage, run: (a) => version(a) },
+};
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -137,34 +176,41 @@ async function main(argv: string[]): Promise<number> {
       return run(rest);
     case "crds":
       return crds(rest);
-    case "release-finalizers": {
-      // Imported here: it names every operator's finalizers, so it loads every operator (mysql-backup: the AWS SDK).
-      const { releaseFinalizers, releaseUsage } = await import("./release-finalizers.ts");
-      if (rest.includes("--help") || rest.includes("-h")) {
-        process.stdout.write(releaseUsage);
-        return 0;
-      }
-      return releaseFinalizers(rest);
-    }
     case "help":
     case "--help":
     case "-h":
-    case undefined:
-      process.stdout.write(usage);
-      return command === undefined ? 2 : 0;
-    default:
-      throw new UsageError(`unknown command "${command}"`);
+    case undefined: {
+      const topic = command === "help" ? rest[0] : undefined;
+      if (topic !== undefined && !(topic in commands) && topic !== "run" && topic !== "crds") throw new UsageError(`unknown command "${topic}"`);
+      process.stdout.write(topic !== undefined && topic in commands ? (commands[topic]?.usage ?? usage) : usage);
+      return command === undefined ? EXIT.usage : EXIT.ok;
+    }
+    case "--version":
+      return version(["--client", ...rest]);
+    default: {
+      const sub = commands[command];
+      if (!sub) throw new UsageError(`unknown command "${command}"`);
+      if (rest.includes("--help") || rest.includes("-h")) {
+        process.stdout.write(sub.usage);
+        return EXIT.ok;
+      }
+      return sub.run(rest);
+    }
   }
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (err instanceof UsageError || (err instanceof TypeError && "code" in err && String(err.code).startsWith("ERR_PARSE_ARGS"))) {
-      process.stderr.write(`stateward: ${err.message}\n\n${usage}`);
-      process.exit(2);
+    // The manager (run) keeps exiting 1 on any failure, as its Deployment and scripts expect.
+    const command = process.argv[2];
+    const code = (command === "run" || command === "crds") && exitCodeOf(err) !== EXIT.usage ? EXIT.failed : exitCodeOf(err);
+    if (code === EXIT.usage) {
+      const sub = commands[command ?? ""];
+      process.stderr.write(`stateward: ${messageOf(err)}\n\n${sub ? sub.usage : usage}`);
+    } else {
+      process.stderr.write(`stateward: ${messageOf(err)}\n`);
     }
-    process.stderr.write(`stateward: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
+    process.exit(code);
   },
 );

@@ -5,7 +5,7 @@
 // brings its own dependencies (mysql-backup the AWS SDK, node-cron), and a
 // manager running only database-user should not pay their load time and
 // memory (docs/performance.md).
-import type { OperatorModule } from "@stateward/core";
+import { uniqueKinds, type CustomKind, type OperatorModule } from "@stateward/core";
 
 /** Every available operator, in a stable order, and how to load it. */
 export const operatorLoaders: readonly { name: string; load: () => Promise<OperatorModule> }[] = [
@@ -32,6 +32,11 @@ export function selectOperatorNames(names: readonly string[] | undefined): strin
 export async function selectOperators(names?: readonly string[]): Promise<OperatorModule[]> {
   const selected = selectOperatorNames(names);
   return Promise.all(operatorLoaders.filter((o) => selected.includes(o.name)).map((o) => o.load()));
+}
+
+/** Every kind of every available operator (loads them all: for the commands that read any Stateward object). */
+export async function allKinds(): Promise<CustomKind[]> {
+  return uniqueKinds((await selectOperators()).flatMap((m) => m.kinds));
 }
 
 export class UsageError extends Error {

@@ -12,27 +12,13 @@ import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { KubeClient, isNotFound, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
 import { FINALIZER as DROP_ACCOUNT_FINALIZER } from "@stateward/operator-database-user";
 import { BACKUP_FINALIZER } from "@stateward/operator-mysql-backup";
+import { listAll } from "./commands/common.ts";
 import { UsageError, selectOperators } from "./operators.ts";
 
 /** Every finalizer Stateward writes is in this domain. */
 export const FINALIZER_PREFIX = "stateward.io/";
 
-export const releaseUsage = `Usage:
-  stateward release-finalizers (--namespace NS | --all-namespaces) [--yes] [--kubeconfig PATH]
-
-Lists every Stateward object with a Stateward finalizer and what that finalizer
-would have cleaned up. Only for when the manager is gone: with the manager
-running, delete objects normally and let it clean up.
-
-  --namespace NS       objects in this namespace
-  --all-namespaces     objects in every namespace
-  --dry-run            only list (the default)
-  --yes, --confirm     remove the finalizers; what they would have cleaned up is left behind
-  --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
-
-Exit status: 0 done (or nothing found), 1 an API request failed (see the
-message; objects not listed as released keep their finalizers), 2 usage error.
-`;
+export { releaseUsage } from "./release-finalizers-usage.ts";
 
 type Described = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
@@ -86,17 +72,6 @@ export function findingOf(kind: string, obj: Described): Finding | undefined {
   };
 }
 
-async function listAll(client: KubeClient, kind: CustomKind, namespace: string | undefined): Promise<Described[]> {
-  const out: Described[] = [];
-  let cont: string | undefined;
-  do {
-    const page = await client.list<Described>(resourceOf(kind), { namespace, limit: 500, continue: cont });
-    out.push(...page.items);
-    cont = page.metadata?.continue || undefined;
-  } while (cont);
-  return out;
-}
-
 export async function releaseFinalizers(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -126,7 +101,7 @@ export async function releaseFinalizers(argv: string[], out: (s: string) => void
     if (kind.scope === "Cluster" && !all) continue;
     let objects: Described[];
     try {
-      objects = await listAll(client, kind, kind.scope === "Namespaced" && !all ? values.namespace : undefined);
+      objects = await listAll<Described>(client, kind, kind.scope === "Namespaced" && !all ? values.namespace : undefined);
     } catch (err) {
       if (isNotFound(err)) continue; // That CRD is not installed: nothing of this kind exists.
       throw err;

@@ -5,18 +5,17 @@
 // the real run releases them and the namespace goes away, leaving the MySQL
 // account and the stored backup behind, as it said.
 import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, isNotFound, type KubeObject } from "@stateward/core";
 import { DatabaseUserKind, databaseUserOperator } from "@stateward/operator-database-user";
 import { MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { repoRoot, s3Client } from "../../harness/index.ts";
+import { s3Client } from "../../harness/index.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
 import { waitFor } from "../../support/wait.ts";
+import { stateward as run, type Run } from "./run.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -29,19 +28,9 @@ let ns: string;
 let s3: S3Client;
 let manager: Manager | undefined;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `stateward release-finalizers …` as a user runs it, with the environment's kubeconfig as the current one. */
 function stateward(...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [join(repoRoot, "cli", "src", "main.ts"), "release-finalizers", ...args],
-      { env: { ...process.env, KUBECONFIG: env.kubeconfig }, timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }));
-  });
+  return run(env.kubeconfig, "release-finalizers", ...args);
 }
 
 async function namespacePhase(): Promise<string | undefined> {
