@@ -36,7 +36,7 @@ export interface ObjectCounter<L extends string = never> {
 /** A histogram with one set of buckets per object. */
 export interface ObjectHistogram {
   observe(obj: ObjectKey, value: number): void;
-  /** Makes the object's series visible with no observation yet (count 0), as the counters' `inc(obj, 0)`. */
+  /** Makes the object's series visible with no observation yet (count 0), as the counters' `inc(obj, 0)`; it resets one that has observations. */
   init(obj: ObjectKey): void;
 }
 
