@@ -73,8 +73,13 @@ crds: $(DEPS_STAMP) ## regenerate crds/*.yaml from the schemas in code (and the 
 crds-check: $(DEPS_STAMP) ## fail when crds/*.yaml is stale
 	node hack/generate-crds.ts --check
 
+.PHONY: monitoring-check
+monitoring-check: $(DEPS_STAMP) ## the chart's alerting rules (promtool check + test rules) and dashboard (valid, reads only exported metrics)
+	hack/build-tools.sh promtool
+	node hack/monitoring-check.ts
+
 .PHONY: test
-test: lint typecheck crds-check unit integration ## lint, type-check, CRD freshness, unit and integration tests
+test: lint typecheck crds-check monitoring-check unit integration ## lint, type-check, CRD freshness, alerting rules and dashboard, unit and integration tests
 	@node hack/test-summary.ts $(REPORTS)/unit.json $(REPORTS)/integration.json
 
 .PHONY: dev-up
