@@ -113,9 +113,9 @@ export class KindMetrics {
     const key = keyOf(obj);
     const all = { namespace: obj.namespace ?? "", name: obj.name ?? "", ...labels };
     let perMetric = this.#series.get(key);
-    if (!perMetric) this.#series.set(key, (perMetric = new Map()));
+    if (!perMetric) this.#series.set(key, (perMetric = new Map<Metric, Map<string, Record<string, string>>>()));
     let sets = perMetric.get(metric);
-    if (!sets) perMetric.set(metric, (sets = new Map()));
+    if (!sets) perMetric.set(metric, (sets = new Map<string, Record<string, string>>()));
     sets.set(JSON.stringify(all), all);
     return all;
   }

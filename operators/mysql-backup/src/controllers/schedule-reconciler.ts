@@ -26,7 +26,7 @@ import {
   type Result,
 } from "@stateward/core";
 import { MySQLBackupKind, MySQLBackupScheduleKind, type MySQLBackup, type MySQLBackupSchedule } from "../api.ts";
-import { ScheduleMetrics } from "./metrics.ts";
+import type { ScheduleMetrics } from "./metrics.ts";
 import { ScheduleError, dueTimesBetween, nextDueTime, validateSchedule } from "../schedule/due-times.ts";
 
 /** Every backup a schedule creates carries this label with the schedule's name. */

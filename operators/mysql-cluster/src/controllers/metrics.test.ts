@@ -4,7 +4,7 @@ import type { MySQLCluster, MySQLClusterStatus } from "../api.ts";
 import { ClusterMetrics } from "./metrics.ts";
 
 function cluster(status: MySQLClusterStatus): MySQLCluster {
-  return { apiVersion: "stateward.io/v1alpha1", kind: "MySQLCluster", metadata: { namespace: "ns", name: "c" }, spec: { storage: { size: "1Gi" } }, status } as MySQLCluster;
+  return { apiVersion: "stateward.io/v1alpha1", kind: "MySQLCluster", metadata: { namespace: "ns", name: "c" }, spec: { storage: { size: "1Gi" } }, status };
 }
 
 const available = (status: "True" | "False", at: string) => [{ type: "Available", status, reason: "R", message: "m", lastTransitionTime: at }];
@@ -19,7 +19,7 @@ describe("ClusterMetrics", () => {
   it("exports the writable primary, each replica's lag and threads, and drops a member that left", async () => {
     const m = new Metrics({ defaultMetrics: false });
     const metrics = new ClusterMetrics(m);
-    metrics.observe(cluster({ currentPrimary: "c-0", conditions: available("True", "2026-01-01T00:00:00Z"), members: [{ name: "c-0", role: "primary", ready: true }, replica] } as MySQLClusterStatus));
+    metrics.observe(cluster({ currentPrimary: "c-0", conditions: available("True", "2026-01-01T00:00:00Z"), members: [{ name: "c-0", role: "primary", ready: true }, replica] }));
     let body = await scrape(m);
     expect(body).toContain('stateward_mysqlcluster_writable_primary{namespace="ns",name="c"} 1');
     expect(body).toContain('stateward_mysqlcluster_max_lag_seconds{namespace="ns",name="c"} 30');
@@ -27,7 +27,7 @@ describe("ClusterMetrics", () => {
     expect(body).toContain('stateward_mysqlcluster_replication_thread_running{namespace="ns",name="c",member="c-1",thread="sql"} 0');
     expect(body).toContain('stateward_mysqlcluster_failovers_total{namespace="ns",name="c"} 0');
 
-    metrics.observe(cluster({ currentPrimary: "c-0", conditions: available("True", "2026-01-01T00:00:00Z"), members: [{ name: "c-0", role: "primary", ready: true }] } as MySQLClusterStatus));
+    metrics.observe(cluster({ currentPrimary: "c-0", conditions: available("True", "2026-01-01T00:00:00Z"), members: [{ name: "c-0", role: "primary", ready: true }] }));
     body = await scrape(m);
     expect(body).not.toContain('member="c-1"');
 
