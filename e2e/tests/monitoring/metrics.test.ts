@@ -27,12 +27,13 @@ import { clusterManifest, clusterRunning } from "../mysql-cluster/support.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
-const suffix = randomBytes(3).toString("hex");
-const db = `monitoring_${suffix}`;
-const root = { host: env.mysql.host, port: env.mysql.port, user: env.mysql.user, password: env.mysql.password };
 let ns: string;
 let servers: LocalPodServers;
 let manager: Manager;
+const suffix = randomBytes(3).toString("hex");
+/** The database the backups dump and the restore rewrites, on the environment's MariaDB. */
+const db = `monitoring_${suffix}`;
+const root = { host: env.mysql.host, port: env.mysql.port, user: env.mysql.user, password: env.mysql.password };
 
 /** One scraped sample: its metric name and labels. */
 interface Sample {
@@ -80,9 +81,7 @@ beforeAll(async () => {
     .load(createMySQLClusterOperator({ addresses: servers }), databaseUserOperator, createMySQLBackupOperator());
   await manager.start();
   const conn = await mysql.createConnection(root);
-  await conn.query(`CREATE DATABASE ${db}`);
-  await conn.query(`CREATE TABLE ${db}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
-  await conn.query(`INSERT INTO ${db}.t VALUES (1, 'a'), (2, 'b')`);
+  for (const sql of [`CREATE DATABASE ${db}`, `CREATE TABLE ${db}.t (id INT PRIMARY KEY, v VARCHAR(20))`, `INSERT INTO ${db}.t VALUES (1, 'a'), (2, 'b')`]) await conn.query(sql);
   await conn.end();
   await createBackupPrerequisites(client, ns, env);
 }, 120_000);
