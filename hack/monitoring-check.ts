@@ -3,7 +3,7 @@
 //   - the rules pass `promtool check rules` and their unit tests, hack/monitoring/rules.test.yaml
 //     (`promtool test rules`);
 //   - the dashboard is valid JSON, and every query of the rules and the dashboard reads only
-//     metrics of hack/monitoring/metrics.ts — the ones e2e/tests/monitoring finds exported by
+//     metrics of e2e/support/monitoring-metrics.ts — the ones e2e/tests/monitoring finds exported by
 //     a real manager.
 //
 // Usage: node hack/monitoring-check.ts   (promtool from `hack/build-tools.sh promtool`)
@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parse } from "yaml";
 import { tools } from "../e2e/harness/tools.ts";
-import { exportedMetrics, metricsIn, scrapeSeries, seriesNames } from "./monitoring/metrics.ts";
+import { exportedMetrics, metricsIn, scrapeSeries, seriesNames } from "../e2e/support/monitoring-metrics.ts";
 
 const root = resolve(import.meta.dirname, "..");
 const rulesFile = join(root, "charts/stateward/files/prometheus-rules.yaml");
@@ -25,7 +25,7 @@ function checkQuery(where: string, expr: unknown): void {
     problems.push(`${where}: no query`);
     return;
   }
-  for (const name of metricsIn(expr)) if (!known.has(name)) problems.push(`${where}: ${name} is not a metric the operators export (hack/monitoring/metrics.ts)`);
+  for (const name of metricsIn(expr)) if (!known.has(name)) problems.push(`${where}: ${name} is not a metric the operators export (e2e/support/monitoring-metrics.ts)`);
 }
 
 const rules = parse(readFileSync(rulesFile, "utf8")) as { groups: { name: string; rules: { alert?: string; record?: string; expr: string }[] }[] };

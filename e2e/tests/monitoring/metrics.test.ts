@@ -2,7 +2,7 @@
 // (README: Monitoring): a manager running every operator, with a MySQLBackupSchedule, a
 // MySQLBackup and a MySQLRestore against the environment's MariaDB and S3, a 2-server
 // MySQLCluster on local servers, and a DatabaseUser that fails. Every metric of
-// hack/monitoring/metrics.ts is exported, under exactly its labels; the series of the
+// e2e/support/monitoring-metrics.ts is exported, under exactly its labels; the series of the
 // promtool unit tests (hack/monitoring/rules.test.yaml) are named and labelled as exported;
 // the healthy state scraped here, fed to promtool as it is, raises no alert; and a deleted
 // object's series go with it.
@@ -22,7 +22,7 @@ import { createBackupPrerequisites } from "../../support/backup-setup.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { exportedMetrics, scrapeSeries, seriesNames } from "../../../hack/monitoring/metrics.ts";
+import { exportedMetrics, scrapeSeries, seriesNames } from "../../support/monitoring-metrics.ts";
 import { clusterManifest, clusterRunning } from "../mysql-cluster/support.ts";
 
 const env = inject("environment");
@@ -115,7 +115,7 @@ describe("the metrics the alerts and the dashboard read", () => {
     await client.create(MySQLClusterKind.resource, clusterManifest(ns, "mc", { replicas: 2, storage: { size: "1Gi" } }));
     await clusterRunning(client, { ns, servers }, "mc", 2);
 
-    const samples = await waitFor("every metric of hack/monitoring/metrics.ts exported", async () => {
+    const samples = await waitFor("every metric of e2e/support/monitoring-metrics.ts exported", async () => {
       const s = await scrape();
       const problems = missing(s);
       if (problems.length > 0) throw new Error(problems.join("; "));
