@@ -87,8 +87,13 @@ bundle-check: $(DEPS_STAMP) ## fail when bundle/ is stale or the Operator Framew
 	node hack/generate-bundle.ts --check
 	.stateward/bin/bundle-validate -k8s-version $(BUNDLE_K8S_VERSION) bundle
 
+.PHONY: monitoring-check
+monitoring-check: $(DEPS_STAMP) ## the chart's alerting rules (promtool check + test rules) and dashboard (valid, reads only exported metrics)
+	hack/build-tools.sh promtool
+	node hack/monitoring-check.ts
+
 .PHONY: test
-test: lint typecheck crds-check bundle-check unit integration ## lint, type-check, CRD and OLM bundle freshness, unit and integration tests
+test: lint typecheck crds-check bundle-check monitoring-check unit integration ## lint, type-check, CRD and OLM bundle freshness, alerting rules and dashboard, unit and integration tests
 	@node hack/test-summary.ts $(REPORTS)/unit.json $(REPORTS)/integration.json
 
 .PHONY: dev-up

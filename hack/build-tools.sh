@@ -6,6 +6,7 @@
 #   kwok                                                              (e2e/tools/kwok)
 #   versitygw (S3 server)                                             (e2e/tools/versitygw)
 #   helm (chart lint/template/install, make deploy)                    (e2e/tools/helm)
+#   promtool (alerting rules: check and unit tests, make monitoring-check) (e2e/tools/promtool)
 #   kind (only `make e2e-kind`; not built by default)                   go install sigs.k8s.io/kind@$KIND_VERSION
 #   kubelet, coredns (only for the real node, `make realnode`)          (e2e/tools/kubernetes, e2e/tools/coredns)
 #   bundle-validate (the OLM bundle's validators, `make bundle-check`)   (hack/bundle-validate, our own code)
@@ -105,7 +106,7 @@ helm_ldflags() {
 }
 
 want=("$@")
-[[ ${#want[@]} -eq 0 ]] && want=(kubernetes etcd kwok versitygw helm bundle-validate)
+[[ ${#want[@]} -eq 0 ]] && want=(kubernetes etcd kwok versitygw helm bundle-validate promtool)
 for tool in "${want[@]}"; do
   case "$tool" in
     kubernetes)
@@ -151,6 +152,9 @@ for tool in "${want[@]}"; do
       key="$OPERATOR_FRAMEWORK_API_VERSION-$(cat "$src/main.go" "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-12)"
       build bundle-validate "$key" "$src" "" .
       link_bin bundle-validate "$CACHE/bin/bundle-validate-$key/bundle-validate" ;;
+    promtool)
+      build promtool "$PROMETHEUS_VERSION" promtool "" github.com/prometheus/prometheus/cmd/promtool
+      link_bin promtool "$CACHE/bin/promtool-$PROMETHEUS_VERSION/promtool" ;;
     kind)
       go_install kind "$KIND_VERSION" "sigs.k8s.io/kind@$KIND_VERSION"
       link_bin kind "$CACHE/bin/kind-$KIND_VERSION/kind" ;;

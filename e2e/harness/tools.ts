@@ -51,6 +51,7 @@ export const tools = {
   kwok: () => binary("kwok", "KWOK_VERSION", "kwok"),
   versitygw: () => binary("versitygw", "VERSITYGW_VERSION", "versitygw"),
   helm: () => binary("helm", "HELM_VERSION", "helm"),
+  promtool: () => binary("promtool", "PROMETHEUS_VERSION", "promtool"),
 };
 
 /** KWOK's default Stage files, copied from its module by hack/build-tools.sh. */

@@ -220,6 +220,7 @@ export class Manager {
     this.probes.addReadyCheck("informer-sync", () => {
       if (!this.cache.hasSynced()) throw new Error("caches not synced yet");
     });
+    this.metrics.readiness(() => this.cache.hasSynced());
     this.healthAddress = await this.probes.start(this.opts.healthAddr ?? "0");
     this.metricsAddress = await this.metricsServer.start(this.opts.metricsAddr ?? "0");
 

@@ -8,3 +8,5 @@ export type {
   QueueSampler,
   ReconcileResult,
 } from "./metrics.ts";
+export { KindMetrics } from "./object-metrics.ts";
+export type { ObjectCounter, ObjectGauge, ObjectHistogram, ObjectKey } from "./object-metrics.ts";

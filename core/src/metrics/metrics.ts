@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { KindMetrics } from "./object-metrics.ts";
 
 // Metric names, help texts, labels and buckets follow controller-runtime
 // (pkg/internal/controller/metrics, pkg/metrics/workqueue.go) and client-go
@@ -6,8 +7,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 // for Go operators work unchanged against Stateward operators.
 //
 // Labels are only the ones listed here: never an object's name, namespace or
-// anything read from a Secret. Object names would make the series count grow
-// with the cluster, and label values are readable by anyone who can scrape.
+// anything read from a Secret. These series are per controller and must stay
+// few whatever the cluster holds, and label values are readable by anyone who
+// can scrape. Questions about one object (which cluster lags, which schedule
+// has no fresh backup) are answered by the per-object metrics of
+// object-metrics.ts (`Metrics.objects`), which carry namespace and name,
+// bounded by the number of objects and removed with them.
 
 /** How a reconcile ended, as controller-runtime's `result` label spells it. */
 export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
@@ -123,6 +128,8 @@ export class Metrics {
   readonly #restLatency: Histogram<"verb" | "host">;
 
   readonly #leader: Gauge<"name">;
+  readonly #kinds = new Map<string, KindMetrics>();
+  #ready: () => boolean = () => false;
 
   constructor(options: MetricsOptions = {}) {
     const registry = new Registry();
@@ -255,6 +262,34 @@ export class Metrics {
       labelNames: ["name"],
       registers,
     });
+
+    // Read at scrape time, from the same check /readyz answers with: an alert
+    // on it fires while the process runs but does not serve (caches not synced).
+    const ready = () => this.#ready();
+    new Gauge({
+      name: "stateward_manager_ready",
+      help: "1 while the manager is ready (its /readyz checks pass), 0 otherwise.",
+      registers,
+      collect() {
+        this.set(ready() ? 1 : 0);
+      },
+    });
+  }
+
+  /**
+   * The per-object metrics of one kind (`stateward_<kind>_<metric>`, labelled
+   * with each object's namespace and name); see object-metrics.ts for why
+   * these, unlike the metrics above, name objects.
+   */
+  objects(kind: string): KindMetrics {
+    let kindMetrics = this.#kinds.get(kind);
+    if (!kindMetrics) this.#kinds.set(kind, (kindMetrics = new KindMetrics(kind, this.registry)));
+    return kindMetrics;
+  }
+
+  /** Sets what stateward_manager_ready reads at each scrape (the manager passes its readiness check). */
+  readiness(check: () => boolean): void {
+    this.#ready = check;
   }
 
   /**

@@ -260,7 +260,7 @@ describe("helm lint and helm template", () => {
     expect(backupRules.flatMap((r) => r.resources ?? [])).not.toContain("statefulsets");
   });
 
-  it("runs 2 replicas only with leader election, and renders the ServiceMonitor when asked", async () => {
+  it("runs 2 replicas only with leader election, and renders the ServiceMonitor, PrometheusRule and dashboard when asked", async () => {
     const two = await renderChart({ namespace: RELEASE_NS, values: { replicaCount: 2 } });
     expect(deploymentOf(two.objects).spec.replicas).toBe(2);
     await expect(renderChart({ namespace: RELEASE_NS, values: { replicaCount: 2, leaderElection: { enabled: false } } })).rejects.toThrow(
@@ -276,8 +276,24 @@ describe("helm lint and helm template", () => {
     });
     const [sm] = ofKind(monitored.objects, "ServiceMonitor") as (RenderedObject & { spec: { endpoints: Record<string, unknown>[] } })[];
     expect(sm?.metadata.labels?.release).toBe("prometheus");
-    expect(sm?.spec.endpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "15s" }]);
+    // honorLabels: the per-resource series' namespace label is the resource's, not the manager pod's.
+    expect(sm?.spec.endpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "15s", honorLabels: true }]);
     expect(flagValue(managerContainer(monitored.objects).args ?? [], "--metrics-addr")).toBe(":9090");
+    expect(ofKind(monitored.objects, "PrometheusRule")).toHaveLength(0);
+    expect(ofKind(monitored.objects, "ConfigMap")).toHaveLength(0);
+
+    const alerting = await renderChart({
+      namespace: RELEASE_NS,
+      values: { metrics: { prometheusRule: { enabled: true, labels: { release: "prometheus" } }, grafanaDashboard: { enabled: true, namespace: "grafana" } } },
+    });
+    const [rule] = ofKind(alerting.objects, "PrometheusRule") as (RenderedObject & { spec: unknown })[];
+    expect(rule?.metadata.labels?.release).toBe("prometheus");
+    // The rule file as it is: its {{ $labels.x }} templates are left for Prometheus, not rendered by helm.
+    expect(rule?.spec).toEqual(parse(readFileSync(join(chartDir, "files/prometheus-rules.yaml"), "utf8")));
+    const [dashboard] = ofKind(alerting.objects, "ConfigMap") as (RenderedObject & { data: Record<string, string> })[];
+    expect(dashboard?.metadata.namespace).toBe("grafana");
+    expect(dashboard?.metadata.labels?.grafana_dashboard).toBe("1");
+    expect(JSON.parse(dashboard?.data["stateward.json"] ?? "")).toEqual(JSON.parse(readFileSync(join(chartDir, "files/grafana-dashboard.json"), "utf8")));
   });
 });
 
@@ -291,7 +307,9 @@ interface SchemaCase {
 }
 
 /** Values whose entries are free-form (any key), as opposed to objects with fixed fields. */
-const FREE_FORM_MAPS = new Set(["podAnnotations", "nodeSelector", "metrics.serviceMonitor.labels", "resources.requests", "resources.limits"]);
+const FREE_FORM_MAPS = new Set([
+  "podAnnotations", "nodeSelector", "metrics.serviceMonitor.labels", "metrics.prometheusRule.labels", "metrics.grafanaDashboard.labels", "resources.requests", "resources.limits",
+]);
 
 /**
  * One wrongly typed override for every value of values.yaml, top-level and nested (derived

@@ -10,6 +10,7 @@ import {
   or,
   bindResolved,
   type InformerEvent,
+  type Metrics,
   type OperatorModule,
 } from "@stateward/core";
 import {
@@ -32,7 +33,7 @@ import {
   userInstance,
   userSecret,
 } from "./indexes.ts";
-import { DatabaseUserReconciler } from "./user-reconciler.ts";
+import { DatabaseUserReconciler, type DatabaseUserReconcilerDeps } from "./user-reconciler.ts";
 
 export interface DatabaseUserOperatorOptions {
   /** How often a converged account is compared with the server again (reads only). Defaults to 5 min. */
@@ -66,13 +67,13 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
       const { bind } = container;
 
       bindInstanceController(container, { checkIntervalMs: options.instanceCheckIntervalMs });
-      const deps = { ...mysqlControllerDeps, settings: Tokens.ManagerSettings, clock: Tokens.Clock };
-      bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, settings, clock }) => ({
+      const deps = { ...mysqlControllerDeps, settings: Tokens.ManagerSettings, clock: Tokens.Clock, metrics: Tokens.Metrics };
+      bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, settings, clock, metrics }) => ({
         setup: (builder) => {
           const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
             cache.byIndex<DatabaseUser>(DBU, index, objectIndexKey(obj)).map(toRequest);
           const reconciler = new DatabaseUserReconciler(
-            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings },
+            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings, ...userMetrics(metrics) },
             { driftCheckIntervalMs: options.driftCheckIntervalMs },
           );
           // When the DatabaseUser that owns an account goes away, another one naming the account takes over.
@@ -100,3 +101,12 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
 
 /** The database-user operator with its defaults, as `stateward run --operators database-user` loads it. */
 export const databaseUserOperator: OperatorModule = createDatabaseUserOperator();
+
+/** The DatabaseUser's per-object metrics (README "Monitoring"). */
+function userMetrics(metrics: Metrics): Pick<DatabaseUserReconcilerDeps, "failures" | "forgetMetrics"> {
+  const kind = metrics.objects("databaseuser");
+  return {
+    failures: kind.counter("failures_total", "Failed DatabaseUser reconciles, by the reason the Ready condition gives.", ["reason"]),
+    forgetMetrics: (namespace, name) => kind.forget({ namespace, name }),
+  };
+}

@@ -18,6 +18,7 @@ import {
   type EventRecorder,
   type KubeClient,
   type ManagerSettings,
+  type ObjectCounter,
   type ReconcileContext,
   type Reconciler,
   type Request,
@@ -78,6 +79,14 @@ export interface DatabaseUserReconcilerDeps {
   secrets: SecretReader;
   clock: Clock;
   settings: ManagerSettings;
+  /**
+   * stateward_databaseuser_failures_total{namespace,name,reason}: failed
+   * reconciles by the reason the Ready condition and the Event give (a fixed
+   * word such as InstanceNotFound, never the message: it may quote the server).
+   */
+  failures: ObjectCounter<"reason">;
+  /** Drops a deleted DatabaseUser's series. */
+  forgetMetrics(namespace: string, name: string): void;
 }
 
 export class DatabaseUserReconciler implements Reconciler {
@@ -93,7 +102,10 @@ export class DatabaseUserReconciler implements Reconciler {
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
     const cached = this.d.cache.get<DatabaseUser>(DBU, req.namespace, req.name);
-    if (!cached) return undefined;
+    if (!cached) {
+      this.d.forgetMetrics(req.namespace ?? "", req.name);
+      return undefined;
+    }
     if (isBeingDeleted(cached)) {
       await this.finalize(cached, ctx);
       return undefined;
@@ -111,6 +123,7 @@ export class DatabaseUserReconciler implements Reconciler {
     } catch (err) {
       if (isConflict(err)) throw err; // the object changed under us: retry with the new version
       const failure = toFailure(err, user.spec.instanceRef.name);
+      this.d.failures.inc(user.metadata, 1, { reason: failure.reason });
       await writeStatus(this.d.client, DBU, current.user, readyStatus({}, { status: "False", reason: failure.reason, message: failure.message }));
       await this.d.events.record(current.user, "Warning", failure.reason, failure.message);
       // A terminal failure (an invalid spec, a protected account) waits for the next change of the DatabaseUser.
@@ -366,6 +379,7 @@ export class DatabaseUserReconciler implements Reconciler {
     } catch (err) {
       if (isConflict(err)) throw err;
       const failure = toFailure(err, instanceName);
+      this.d.failures.inc(user.metadata, 1, { reason: failure.reason });
       const message = `cannot drop account ${describeAccount(account)} yet, retrying (set deletionPolicy: Retain to delete without dropping it): ${failure.message}`;
       await writeStatus(this.d.client, DBU, user, readyStatus({}, { status: "False", reason: failure.reason, message }));
       await this.d.events.record(user, "Warning", failure.reason, message);

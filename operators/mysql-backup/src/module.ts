@@ -20,6 +20,7 @@ import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind, type MySQLB
 import { BackupReconciler } from "./controllers/backup-reconciler.ts";
 import { RESTORE_BY_BACKUP, restoreBackupRef, restoresWaitingFor } from "./controllers/restore-index.ts";
 import { RestoreReconciler } from "./controllers/restore-reconciler.ts";
+import { ScheduleMetrics } from "./controllers/metrics.ts";
 import { ScheduleReconciler } from "./controllers/schedule-reconciler.ts";
 import { OperationSlots } from "./controllers/slots.ts";
 
@@ -44,7 +45,7 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
       const { bind } = container;
       bind<OperationSlots>(SlotsToken).toConstantValue(new OperationSlots(options.maxConcurrentOperations ?? 2));
       // What backups and restores take; both also take the manager's Leadership: both remove what an interrupted run wrote.
-      const operationDeps = { ...mysqlControllerDeps, tasks: Tokens.BackgroundTasks, slots: SlotsToken, identity: Tokens.Identity, leadership: Tokens.Leadership };
+      const operationDeps = { ...mysqlControllerDeps, tasks: Tokens.BackgroundTasks, slots: SlotsToken, identity: Tokens.Identity, leadership: Tokens.Leadership, metrics: Tokens.Metrics };
       bindResolved(bind, Tokens.ControllerSetup, operationDeps, ({ events, ...deps }) => ({
         setup: (builder) => {
           builder
@@ -66,14 +67,14 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
           deps.cache.addIndexer<MySQLRestore>(MySQLRestoreKind.resource, RESTORE_BY_BACKUP, restoreBackupRef);
         },
       }));
-      const scheduleDeps = { client: Tokens.KubeClient, cache: Tokens.Cache, events: Tokens.EventRecorderFactory, clock: Tokens.Clock };
-      bindResolved(bind, Tokens.ControllerSetup, scheduleDeps, ({ client, cache, events, clock }) => ({
+      const scheduleDeps = { client: Tokens.KubeClient, cache: Tokens.Cache, events: Tokens.EventRecorderFactory, clock: Tokens.Clock, metrics: Tokens.Metrics };
+      bindResolved(bind, Tokens.ControllerSetup, scheduleDeps, ({ client, cache, events, clock, metrics }) => ({
         setup: (builder) => {
           builder
             .named("mysqlbackupschedule")
             .for(MySQLBackupScheduleKind.resource)
             .owns(MySQLBackupKind.resource)
-            .complete(new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock }));
+            .complete(new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock, metrics: new ScheduleMetrics(metrics) }));
         },
       }));
     }),

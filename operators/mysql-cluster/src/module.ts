@@ -57,8 +57,8 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
       }
       bindMySQLServices(container);
       bindInstanceController(container);
-      const deps = { ...mysqlControllerDeps, addresses: MySQLTokens.ServerAddresses, settings: Tokens.ManagerSettings, tasks: Tokens.BackgroundTasks, clock: Tokens.Clock };
-      bindResolved(container.bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, addresses, settings, tasks, clock }) => ({
+      const deps = { ...mysqlControllerDeps, addresses: MySQLTokens.ServerAddresses, settings: Tokens.ManagerSettings, tasks: Tokens.BackgroundTasks, clock: Tokens.Clock, metrics: Tokens.Metrics };
+      bindResolved(container.bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, addresses, settings, tasks, clock, metrics }) => ({
         setup: (builder) => {
           // Pods belong to the StatefulSet, not to the cluster: mapped by label.
           const podToCluster = (pod: KubeObject): Request[] => {
@@ -88,7 +88,7 @@ export function createMySQLClusterOperator(options: MySQLClusterOperatorOptions 
             .watches(builtin.secret, secretToClusters)
             // Seeds run in the background; a reconcile still talks to every server of its cluster.
             .withOptions({ maxConcurrentReconciles: 4 })
-            .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, clock, targetLabel: settings.targetLabel }));
+            .complete(new ClusterReconciler({ client, cache, events: events("mysqlcluster"), connector, secrets, addresses, tasks, clock, metrics, targetLabel: settings.targetLabel }));
         },
       }));
     }),

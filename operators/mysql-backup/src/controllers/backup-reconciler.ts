@@ -10,6 +10,7 @@ import { runBackup } from "../engine/index.ts";
 import { BucketClient, deleteBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, stopReason } from "./failures.ts";
+import { RunMetrics } from "./metrics.ts";
 import { OperationReconciler, type PreparedRun } from "./operation-reconciler.ts";
 import type { OperationDeps } from "./operation.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
@@ -26,6 +27,7 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
   protected readonly resource = MySQLBackupKind.resource;
   protected readonly finalizer = BACKUP_FINALIZER;
   protected readonly retryAdvice = "Create a new MySQLBackup to retry.";
+  protected readonly metrics = new RunMetrics(this.d.metrics, "mysqlbackup", "uncompressedBytes");
 
   /** Only deletionPolicy Delete has something outside Kubernetes to clean up. */
   protected holdsFinalizer(backup: MySQLBackup): boolean {

@@ -35,6 +35,7 @@ import {
 } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { describeFailure } from "./failures.ts";
+import type { RunMetrics } from "./metrics.ts";
 import { now, recordPending, takeOverWaitMs, type OperationDeps } from "./operation.ts";
 import { writeRunStatus, type RunStatus } from "./run-status.ts";
 
@@ -96,6 +97,8 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
   protected abstract readonly finalizer: string;
   /** Ends the Interrupted message: what the user does to run it again. */
   protected abstract readonly retryAdvice: string;
+  /** Duration and throughput of a Completed run, from its status. */
+  protected abstract readonly metrics: RunMetrics;
   constructor(deps: OperationDeps) {
     this.d = deps;
   }
@@ -121,6 +124,7 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
       // Deleted while it carried no finalizer (a Retain backup, a restore past its cleanup): a run
       // still going is stopped — never left to finish unseen.
       await this.d.tasks.cancel(key);
+      this.metrics.forget({ namespace: ns, name: req.name });
       return undefined;
     }
     if (isBeingDeleted(found)) {
@@ -129,6 +133,8 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
     }
     const phase = found.status?.phase;
     if (phase === "Completed" || phase === "Failed") {
+      // Exported from the status on every pass: a restarted manager exports what an earlier one recorded.
+      if (phase === "Completed") this.metrics.completed(found);
       if (!this.holdsFinalizer(found)) await removeFinalizer(this.d.client, this.resource, found, this.finalizer);
       return undefined;
     }

@@ -1,6 +1,6 @@
 // What backups and restores share: their dependencies, timestamps, and the
 // Pending state they wait in (written only when its reason or message changes).
-import { kubeTime, type BackgroundTasks, type Cache, type EventRecorder, type KubeClient, type KubeObject, type Leadership, type ResourceType } from "@stateward/core";
+import { kubeTime, type BackgroundTasks, type Cache, type EventRecorder, type KubeClient, type KubeObject, type Leadership, type Metrics, type ResourceType } from "@stateward/core";
 import type { MySQLConnector, SecretReader } from "@stateward/mysql";
 import { writeRunStatus, type RunStatus } from "./run-status.ts";
 import type { OperationSlots } from "./slots.ts";
@@ -17,6 +17,8 @@ export interface OperationDeps {
   identity: string;
   /** Aborts the operations of a manager that lost leadership; fences taking over another manager's run. */
   leadership: Leadership;
+  /** The manager's metrics: each kind registers its run metrics on it. */
+  metrics: Metrics;
 }
 
 /**

@@ -17,6 +17,7 @@ import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore 
 import { cleanUpRestore, leftTargetUntouched, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure } from "./failures.ts";
+import { RunMetrics } from "./metrics.ts";
 import { NotReady, OperationReconciler, type PreparedRun } from "./operation-reconciler.ts";
 import type { OperationDeps } from "./operation.ts";
 import { backupFolder, resolveS3 } from "./s3-settings.ts";
@@ -30,6 +31,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
   protected readonly resource = MySQLRestoreKind.resource;
   protected readonly finalizer = RESTORE_FINALIZER;
   protected readonly retryAdvice = "Create a new MySQLRestore to restore again.";
+  protected readonly metrics = new RunMetrics(this.d.metrics, "mysqlrestore", "bytes");
 
   /** Held from before the restore can start until it finished: nothing of it can be left on the server then. */
   protected holdsFinalizer(restore: MySQLRestore): boolean {

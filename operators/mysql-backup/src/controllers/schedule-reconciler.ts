@@ -26,6 +26,7 @@ import {
   type Result,
 } from "@stateward/core";
 import { MySQLBackupKind, MySQLBackupScheduleKind, type MySQLBackup, type MySQLBackupSchedule } from "../api.ts";
+import type { ScheduleMetrics } from "./metrics.ts";
 import { ScheduleError, dueTimesBetween, nextDueTime, validateSchedule } from "../schedule/due-times.ts";
 
 /** Every backup a schedule creates carries this label with the schedule's name. */
@@ -80,6 +81,7 @@ export interface ScheduleReconcilerDeps {
   cache: Cache;
   events: EventRecorder;
   clock: Clock;
+  metrics: ScheduleMetrics;
 }
 
 export class ScheduleReconciler implements Reconciler {
@@ -92,7 +94,11 @@ export class ScheduleReconciler implements Reconciler {
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
     const ns = req.namespace ?? "";
     const sched = this.d.cache.get<MySQLBackupSchedule>(RT, ns, req.name);
-    if (!sched || sched.metadata.deletionTimestamp) return undefined;
+    if (!sched) {
+      this.d.metrics.forget({ namespace: ns, name: req.name });
+      return undefined;
+    }
+    if (sched.metadata.deletionTimestamp) return undefined;
     const spec = sched.spec;
     const tz = spec.timeZone ?? "UTC";
     try {
@@ -146,6 +152,7 @@ export class ScheduleReconciler implements Reconciler {
     const newest = owned
       .filter((b) => b.status?.phase === "Completed")
       .sort((a, b) => (b.status?.completionTime ?? "").localeCompare(a.status?.completionTime ?? ""))[0];
+    this.d.metrics.observe(sched, newest, now);
     await this.writeStatus(
       sched,
       {

@@ -46,6 +46,7 @@ import { compareQuantity } from "../resources/quantity.ts";
 import { ConfigCheck } from "./config-check.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
 import { SEMI_SYNC_CONDITION, reportSemiSyncChange, semiSyncCondition, semiSyncWish } from "./durability.ts";
+import { ClusterMetrics } from "./metrics.ts";
 import { FailoverWatch, errantCondition, failedOverCondition } from "./failover.ts";
 import { convergeMembers, retire } from "./members.ts";
 import { applyServingObjects, applyStatefulSet } from "./owned-objects.ts";
@@ -73,12 +74,14 @@ export class ClusterReconciler implements Reconciler {
   private readonly seeding: ReplicaSeeding;
   private readonly decisions: RecordedDecisions;
   private readonly failover: FailoverWatch;
+  private readonly metrics: ClusterMetrics;
 
   constructor(deps: ClusterReconcilerDeps) {
     this.d = deps;
     this.seeding = new ReplicaSeeding(deps.tasks, () => deps.clock.now().getTime());
     this.decisions = new RecordedDecisions(deps.clock);
     this.failover = new FailoverWatch(deps.clock);
+    this.metrics = new ClusterMetrics(deps.metrics);
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
@@ -89,10 +92,13 @@ export class ClusterReconciler implements Reconciler {
       await this.seeding.forget(ns, req.name);
       this.decisions.forget(ns, req.name);
       this.failover.forget(ns, req.name);
+      this.metrics.forget(ns, req.name);
       for (let ordinal = 0; ordinal < POOL_ORDINALS; ordinal++) this.d.connector.forget(ns, memberPoolName(req.name, ordinal));
       return undefined;
     }
     if (cluster.metadata.deletionTimestamp) return undefined;
+    // From the status the last reconcile wrote (its watch event brought this one).
+    this.metrics.observe(cluster);
     // A decision just written (a primary, a restart) is acted on only from a cache that has it; its watch event brings the cluster back.
     if (this.decisions.unseen(cluster)) return { requeueAfter: DECISION_RECHECK_MS };
     try {

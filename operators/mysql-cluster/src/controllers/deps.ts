@@ -1,5 +1,5 @@
 // What the MySQLCluster reconciler and each of its steps work with.
-import type { BackgroundTasks, Cache, Clock, EventRecorder, KubeClient } from "@stateward/core";
+import type { BackgroundTasks, Cache, Clock, EventRecorder, KubeClient, Metrics } from "@stateward/core";
 import type { MySQLConnector, SecretReader, ServerAddressResolver } from "@stateward/mysql";
 
 export interface ClusterReconcilerDeps {
@@ -15,4 +15,6 @@ export interface ClusterReconcilerDeps {
   clock: Clock;
   /** The label of the manager's `--target`, copied from the cluster to the MySQLInstance it publishes. */
   targetLabel?: string;
+  /** The manager's metrics, where the cluster's per-object metrics are registered (metrics.ts). */
+  metrics: Metrics;
 }
