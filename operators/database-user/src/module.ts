@@ -33,6 +33,7 @@ import {
   userSecret,
 } from "./indexes.ts";
 import { DatabaseUserReconciler } from "./user-reconciler.ts";
+import { FINGERPRINT_KEY_SECRET, FingerprintKey, fingerprintKeyNamespace } from "./fingerprint-key.ts";
 
 export interface DatabaseUserOperatorOptions {
   /** How often a converged account is compared with the server again (reads only). Defaults to 5 min. */
@@ -46,6 +47,12 @@ export interface DatabaseUserOperatorOptions {
   maxConcurrentReconciles?: number;
   /** Connection pool settings; they apply when this is the first MySQL operator bound in the manager. */
   connector?: ConnectorOptions;
+  /**
+   * The Secret holding the key of status.passwordFingerprint (created when missing). Defaults to
+   * `stateward-fingerprint-key` in the manager's namespace (POD_NAMESPACE, else the service account's,
+   * else the first watched namespace, else "default").
+   */
+  fingerprintKeySecret?: { namespace?: string; name?: string };
 }
 
 const MYI = MySQLInstanceKind.resource;
@@ -71,8 +78,14 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
         setup: (builder) => {
           const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
             cache.byIndex<DatabaseUser>(DBU, index, objectIndexKey(obj)).map(toRequest);
+          const keySecret = options.fingerprintKeySecret;
+          const fingerprintKey = new FingerprintKey(
+            client,
+            keySecret?.namespace ?? fingerprintKeyNamespace(settings.namespaces),
+            keySecret?.name ?? FINGERPRINT_KEY_SECRET,
+          );
           const reconciler = new DatabaseUserReconciler(
-            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings },
+            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings, fingerprintKey },
             { driftCheckIntervalMs: options.driftCheckIntervalMs },
           );
           // When the DatabaseUser that owns an account goes away, another one naming the account takes over.
