@@ -225,9 +225,10 @@ export class DatabaseUserReconciler implements Reconciler {
       // write failing after it would leave the operator's own account looking like someone else's.
       // (Left open: an account of that name created by hand in the milliseconds between the read
       // above and CREATE USER, which then fails — and the next reconcile takes the account as its own.)
+      const key = await this.key(); // before CREATE USER: an account is never left without its fingerprint
       origin = await this.recordOrigin(current, "Created", `Creating account ${describeAccount(account)}`);
       await createAccount(conn, account, password, limits);
-      fingerprint = passwordFingerprint(password, uid, await this.key());
+      fingerprint = passwordFingerprint(password, uid, key);
       changed.push("created the account");
       ctx.log.info("account created", { account: describeAccount(account) });
     } else {
