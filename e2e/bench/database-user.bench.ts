@@ -9,10 +9,13 @@
 //  4. a new manager on the converged users (a restart) must write nothing —
 //     and, as converged accounts are trusted until their drift check, not
 //     even read an account;
-//  5. delete them all: the manager drops every account, then the namespace.
+//  5. delete them all: the manager drops every account, then the namespace;
+//  6. with STATEWARD_PEER_DIR, the same workload against a controller-runtime
+//     peer and against our manager as a separate process, side by side
+//     (database-user-peer.ts): the "vs peer" rows, ours / peer.
 //
-// The manager runs in this process, with its API requests and SQL statements
-// observed (statements as SQL text with placeholders, never values).
+// In 1-5 the manager runs in this process, with its API requests and SQL
+// statements observed (statements as SQL text with placeholders, never values).
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   Cache,
@@ -32,6 +35,7 @@ import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone }
 import { waitFor } from "../support/wait.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
 import { sampleSum } from "./metrics-text.ts";
+import { comparePeer } from "./database-user-peer.ts";
 
 /** The issue's figure. */
 const USERS = 1_000;
@@ -124,6 +128,13 @@ const isReady = (u: DatabaseUser) => {
 };
 
 async function run(env: EnvironmentInfo): Promise<BenchResult> {
+  const own = await runInProcess(env);
+  const peer = await comparePeer(env, USERS);
+  if (peer.skipped) console.log(`  note: ${peer.skipped}`);
+  return { rows: [...own.rows, ...peer.rows], failures: [...own.failures, ...peer.failures], details: { ...own.details, ...peer.details } };
+}
+
+async function runInProcess(env: EnvironmentInfo): Promise<BenchResult> {
   const client: KubeClient = testClient(env.kubeconfig);
   const ns = await freshNamespace(client, "bench-dbu");
   const prefix = `bench_${ns.slice(-6)}_`;
@@ -257,6 +268,6 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
 
 export const databaseUserBenchmark: Benchmark = {
   name: "database-user",
-  description: `database-user operator: ${USERS_TEXT} DatabaseUsers against one MariaDB (maxConcurrentReconciles ${MAX_CONCURRENT_RECONCILES}), then a restart`,
+  description: `database-user operator: ${USERS_TEXT} DatabaseUsers against one MariaDB (maxConcurrentReconciles ${MAX_CONCURRENT_RECONCILES}), then a restart; with STATEWARD_PEER_DIR, side by side with a controller-runtime peer`,
   run,
 };

@@ -176,6 +176,13 @@ describe("helm lint and helm template", () => {
     expect(leader?.metadata.namespace).toBe(RELEASE_NS);
     expect(rulesOf(leader!)).toContainEqual({ apiGroups: ["coordination.k8s.io"], resources: ["leases"], resourceNames: ["stateward-manager"], verbs: ["get", "update"] });
     expect(permissions(rulesOf(leader!))).toContain("coordination.k8s.io/leases:create");
+    // database-user creates the Secret of its fingerprint key there, and may read only that one.
+    const fingerprintKey = ofKind(objects, "Role").find((o) => o.metadata.name.endsWith("-fingerprint-key"));
+    expect(fingerprintKey?.metadata.namespace).toBe(RELEASE_NS);
+    expect(rulesOf(fingerprintKey!)).toEqual([
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["secrets"], resourceNames: ["stateward-fingerprint-key"], verbs: ["get"] },
+    ]);
 
     const deployment = deploymentOf(objects);
     expect(deployment.metadata.namespace).toBe(RELEASE_NS);
@@ -249,8 +256,11 @@ describe("helm lint and helm template", () => {
     const rules = objects.filter((o) => o.kind === "ClusterRole" || o.kind === "Role").flatMap(rulesOf);
     for (const rule of rules) expect(rule.resources?.join(",")).not.toMatch(unused);
     expect(permissions(rulesOf(managerRoles(objects)[0]!))).toEqual(expectedFor(["database-user"], "get"));
-    // Secrets are only read by database-user, by name: no list, watch, create, patch or delete.
-    expect(permissions(rules).filter((p) => p.startsWith("core/secrets:"))).toEqual(["core/secrets:get"]);
+    // Secrets are only read by database-user, by name: no list, watch, create, patch or delete — but for
+    // its fingerprint key, created in the release namespace (a Role there, reading only that name).
+    const scoped = objects.filter((o) => (o.kind === "ClusterRole" || o.kind === "Role") && !o.metadata.name.endsWith("-fingerprint-key")).flatMap(rulesOf);
+    expect(permissions(scoped).filter((p) => p.startsWith("core/secrets:"))).toEqual(["core/secrets:get"]);
+    expect(ofKind(objects, "Role").find((o) => o.metadata.name.endsWith("-fingerprint-key"))?.metadata.namespace).toBe(RELEASE_NS);
     expect(flagValue(managerContainer(objects).args ?? [], "--operators")).toBe("database-user");
 
     const backupOnly = await renderChart({ namespace: RELEASE_NS, values: { operators: ["mysql-backup"] } });
@@ -258,6 +268,7 @@ describe("helm lint and helm template", () => {
     expect(permissions(backupRules)).toEqual(expectedFor(["mysql-backup"], "get"));
     expect(backupRules.flatMap((r) => r.resources ?? [])).not.toContain("databaseusers");
     expect(backupRules.flatMap((r) => r.resources ?? [])).not.toContain("statefulsets");
+    expect(ofKind(backupOnly.objects, "Role").filter((o) => o.metadata.name.endsWith("-fingerprint-key"))).toHaveLength(0);
   });
 
   it("runs 2 replicas only with leader election, and renders the ServiceMonitor, PrometheusRule and dashboard when asked", async () => {

@@ -201,7 +201,9 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
     servers = new LocalPodServers(admin, join(env.dir, "rbac-pods", id), appNs).start();
     const available: Record<string, () => OperatorModule> = {
       "mysql-cluster": () => createMySQLClusterOperator({ addresses: servers }),
-      "database-user": () => createDatabaseUserOperator(mode.secrets === "get" ? { driftCheckIntervalMs: DRIFT_CHECK_MS } : {}),
+      // The fingerprint key in the release namespace, as the Deployment's POD_NAMESPACE says.
+      "database-user": () =>
+        createDatabaseUserOperator({ fingerprintKeySecret: { namespace: release }, ...(mode.secrets === "get" ? { driftCheckIntervalMs: DRIFT_CHECK_MS } : {}) }),
       "mysql-backup": () => createMySQLBackupOperator(),
     };
 

@@ -23,7 +23,7 @@ import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../
 import { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
 import { exportedMetrics, scrapeSeries, seriesNames } from "../../support/monitoring-metrics.ts";
-import { clusterManifest, clusterRunning } from "../mysql-cluster/support.ts";
+import { clusterManifest, clusterRunning } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);

@@ -165,7 +165,7 @@ export const DatabaseUserKind = defineKind({
       host: optional(string("The host part of the account.")),
       passwordSecretVersion: optional(string("resourceVersion of the password Secret when its password was last applied.")),
       passwordFingerprint: optional(
-        string("A salted scrypt hash of the password last applied, to notice a changed Secret without keeping the password."),
+        string("A fingerprint of the password last applied, to notice a changed Secret without keeping the password: an HMAC-SHA-256 keyed with the operator's Secret stateward-fingerprint-key (hmac-sha256:<key id>:...), or a salted scrypt hash written by an older release (kept until the Secret next changes)."),
       ),
       instanceUID: optional(string("uid of the MySQLInstance the account was last converged on.")),
       instanceGeneration: optional(integer("metadata.generation of the MySQLInstance the account was last converged on.")),

@@ -2,3 +2,5 @@
 export { DatabaseUserKind, type DatabaseUser, type DatabaseUserSpec, type Grant } from "./api.ts";
 export { FINALIZER } from "./user-reconciler.ts";
 export { createDatabaseUserOperator, databaseUserOperator, type DatabaseUserOperatorOptions } from "./module.ts";
+export { FINGERPRINT_KEY_SECRET } from "./fingerprint-key.ts";
+export { passwordFingerprint } from "./password.ts";

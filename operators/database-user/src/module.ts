@@ -33,6 +33,7 @@ import {
   userInstance,
   userSecret,
 } from "./indexes.ts";
+import { FINGERPRINT_KEY_SECRET, FingerprintKey, fingerprintKeyNamespace } from "./fingerprint-key.ts";
 import { DatabaseUserReconciler, type DatabaseUserReconcilerDeps } from "./user-reconciler.ts";
 
 export interface DatabaseUserOperatorOptions {
@@ -47,6 +48,12 @@ export interface DatabaseUserOperatorOptions {
   maxConcurrentReconciles?: number;
   /** Connection pool settings; they apply when this is the first MySQL operator bound in the manager. */
   connector?: ConnectorOptions;
+  /**
+   * The Secret holding the key of status.passwordFingerprint (created when missing). Defaults to
+   * `stateward-fingerprint-key` in the manager's namespace (POD_NAMESPACE, else the service account's,
+   * else the first watched namespace, else "default").
+   */
+  fingerprintKeySecret?: { namespace?: string; name?: string };
 }
 
 const MYI = MySQLInstanceKind.resource;
@@ -72,8 +79,14 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
         setup: (builder) => {
           const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
             cache.byIndex<DatabaseUser>(DBU, index, objectIndexKey(obj)).map(toRequest);
+          const keySecret = options.fingerprintKeySecret;
+          const fingerprintKey = new FingerprintKey(
+            client,
+            keySecret?.namespace ?? fingerprintKeyNamespace(settings.namespaces),
+            keySecret?.name ?? FINGERPRINT_KEY_SECRET,
+          );
           const reconciler = new DatabaseUserReconciler(
-            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings, ...userMetrics(metrics) },
+            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings, fingerprintKey, ...userMetrics(metrics) },
             { driftCheckIntervalMs: options.driftCheckIntervalMs },
           );
           // When the DatabaseUser that owns an account goes away, another one naming the account takes over.

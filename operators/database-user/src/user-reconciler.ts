@@ -52,7 +52,8 @@ import {
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
 import { actualGrants, changeStatements, describeChange, desiredGrants, diffGrants, isEmptyDiff } from "./grants.ts";
 import { USER_BY_ACCOUNT, mysqlUserName, userAccount } from "./indexes.ts";
-import { nativePasswordHash, passwordFingerprint } from "./password.ts";
+import { fingerprintMatches, nativePasswordHash, passwordFingerprint } from "./password.ts";
+import type { FingerprintKey } from "./fingerprint-key.ts";
 import { readyStatus, writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
 import { adminPrivileges, isClusterInstance, knownOrigin, protectedAccount, type AccountOrigin } from "./ownership.ts";
@@ -87,6 +88,8 @@ export interface DatabaseUserReconcilerDeps {
   failures: ObjectCounter<"reason">;
   /** Drops a deleted DatabaseUser's series. */
   forgetMetrics(namespace: string, name: string): void;
+  /** The key of status.passwordFingerprint. */
+  fingerprintKey: FingerprintKey;
 }
 
 export class DatabaseUserReconciler implements Reconciler {
@@ -128,6 +131,15 @@ export class DatabaseUserReconciler implements Reconciler {
       await this.d.events.record(current.user, "Warning", failure.reason, failure.message);
       // A terminal failure (an invalid spec, a protected account) waits for the next change of the DatabaseUser.
       throw failure;
+    }
+  }
+
+  /** The fingerprint key; a failure to read or create its Secret is reported as such (it retries). */
+  private async key(): Promise<Buffer> {
+    try {
+      return await this.d.fingerprintKey.get();
+    } catch (err) {
+      throw new Failure("FingerprintKeyUnavailable", `cannot read or create the password fingerprint key: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
@@ -226,9 +238,10 @@ export class DatabaseUserReconciler implements Reconciler {
       // write failing after it would leave the operator's own account looking like someone else's.
       // (Left open: an account of that name created by hand in the milliseconds between the read
       // above and CREATE USER, which then fails — and the next reconcile takes the account as its own.)
+      const key = await this.key(); // before CREATE USER: an account is never left without its fingerprint
       origin = await this.recordOrigin(current, "Created", `Creating account ${describeAccount(account)}`);
       await createAccount(conn, account, password, limits);
-      fingerprint = await passwordFingerprint(password, uid);
+      fingerprint = passwordFingerprint(password, uid, key);
       changed.push("created the account");
       ctx.log.info("account created", { account: describeAccount(account) });
     } else {
@@ -239,14 +252,16 @@ export class DatabaseUserReconciler implements Reconciler {
         changed.push("adopted the existing account");
         ctx.log.info("adopting an existing account", { account: describeAccount(account) });
       }
-      // Hash only when the Secret moved since the password was last applied, or nothing is known.
+      // Fingerprint only when the Secret moved since the password was last applied, or nothing is known:
+      // a fingerprint in the status is kept as it is (also one in an older format) while the Secret stays.
       const secretMoved = fingerprint === undefined || secretVersion !== user.status?.passwordSecretVersion;
-      const fresh = secretMoved ? await passwordFingerprint(password, uid) : fingerprint;
+      const fresh = secretMoved ? passwordFingerprint(password, uid, await this.key()) : fingerprint;
       // mysql_native_password hashes are unsalted: the server's own hash says whether the password is right,
-      // which also catches a password changed by hand. Other plugins: the fingerprint of what was last set.
+      // which also catches a password changed by hand. Other plugins: the fingerprint of what was last set
+      // (an older release's scrypt one is checked as such, once, when its Secret first moves).
       const stale = state.plugin === "mysql_native_password" && state.authenticationString !== ""
         ? state.authenticationString !== nativePasswordHash(password)
-        : fresh !== fingerprint;
+        : secretMoved && !(fingerprint !== undefined && (await fingerprintMatches(fingerprint, password, uid, await this.key())));
       if (stale) {
         await setPassword(conn, account, password);
         changed.push("set the password");

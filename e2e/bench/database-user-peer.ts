@@ -1,0 +1,154 @@
+// The database-user benchmark side by side with a controller-runtime peer: a
+// Go implementation of the same DatabaseUser operator over our CRDs, kept
+// outside this repository. Its source directory comes from STATEWARD_PEER_DIR
+// (a Go module with cmd/manager, the peer, and cmd/bench, its load driver); it
+// is built with Go into the cache (never into the repository), and its driver
+// runs the same workload — N Secrets + DatabaseUsers, 20 creates in flight, all
+// Ready, a rotation, one DELETE collection — once against the peer and once
+// against `stateward run --operators database-user` as a separate process, on
+// the environment's control plane and MariaDB. Both managers are measured the
+// same way, from /proc (CPU, peak RSS) and their own /metrics (API requests,
+// reconciles); SQL per user is MariaDB's server-wide Questions counter.
+//
+// Without STATEWARD_PEER_DIR, or without Go, the comparison is skipped with a
+// printed note.
+import { spawn, spawnSync } from "node:child_process";
+import { createWriteStream, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import { cacheDir, repoRoot, type EnvironmentInfo } from "../harness/index.ts";
+import type { BenchRow } from "./benchmark.ts";
+
+/** What the peer's driver writes with --json (the fields used here). */
+interface DriverResult {
+  startupSeconds: number;
+  readySeconds: number;
+  cpuSecondsCreatePhase: number;
+  cpuSecondsEnd: number;
+  vmHWMKiB: number;
+  vmRSSAtReadyKiB: number;
+  deleteSeconds: number;
+  rotationSeconds: number;
+  users: number;
+  sqlCreatePhase?: Record<string, number>;
+  apiRequestsByMethod?: Record<string, number>;
+  reconcilesDatabaseUser?: number;
+  failures: string[] | null;
+}
+
+export interface PeerComparison {
+  rows: BenchRow[];
+  failures: string[];
+  /** Why there are no rows, when the comparison was skipped. */
+  skipped?: string;
+  details?: Record<string, unknown>;
+}
+
+const PEER_NOTE = "reference (every \"vs peer\" row): the controller-runtime peer, same workload and environment; ratio ours / peer";
+
+/** The go command: $GO, else go on PATH; undefined when there is none that runs. */
+function goCommand(): string | undefined {
+  const go = process.env.GO ?? "go";
+  return spawnSync(go, ["version"], { stdio: "ignore" }).status === 0 ? go : undefined;
+}
+
+function run(command: string, args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; log: string }): Promise<number> {
+  mkdirSync(dirname(opts.log), { recursive: true });
+  const out = createWriteStream(opts.log, { flags: "a" });
+  return new Promise((done, fail) => {
+    const child = spawn(command, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.pipe(out, { end: false });
+    child.stderr.pipe(out, { end: false });
+    child.on("error", fail);
+    child.on("close", (code) => {
+      out.end();
+      done(code ?? 1);
+    });
+  });
+}
+
+/** Runs the peer's driver on `users` DatabaseUsers against the peer, then against our manager. */
+export async function comparePeer(env: EnvironmentInfo, users: number): Promise<PeerComparison> {
+  const source = process.env.STATEWARD_PEER_DIR;
+  if (!source) return { rows: [], failures: [], skipped: "STATEWARD_PEER_DIR is not set: no comparison with the controller-runtime peer" };
+  const peerDir = resolve(source);
+  if (!existsSync(join(peerDir, "cmd", "manager")) || !existsSync(join(peerDir, "cmd", "bench"))) {
+    return { rows: [], failures: [], skipped: `STATEWARD_PEER_DIR (${peerDir}) has no cmd/manager and cmd/bench: no comparison with the peer` };
+  }
+  const go = goCommand();
+  if (!go) return { rows: [], failures: [], skipped: "no Go toolchain (go on PATH, or $GO): no comparison with the controller-runtime peer" };
+
+  const work = join(cacheDir, "peer-dbuser");
+  const bin = join(work, "bin");
+  const out = join(work, "runs", new Date().toISOString().replaceAll(":", "-"));
+  mkdirSync(out, { recursive: true });
+  console.log(`  peer: building ${peerDir} into ${bin} (log: ${out}/build.log) ...`);
+  for (const cmd of ["manager", "bench"]) {
+    const code = await run(go, ["build", "-o", join(bin, cmd), `./cmd/${cmd}`], { cwd: peerDir, log: join(out, "build.log") });
+    if (code !== 0) return { rows: [], failures: [`building the peer's ${cmd} failed (exit ${code}): see ${out}/build.log`] };
+  }
+
+  const suffix = randomBytes(3).toString("hex");
+  const crds = ["mysqlinstances", "databaseusers"].map((k) => join(repoRoot, "crds", `stateward.io_${k}.yaml`)).join(",");
+  const driverEnv = { ...process.env, KUBECONFIG: env.kubeconfig, MYSQL_ROOT_PASSWORD: env.mysql.password };
+  const runs: Record<"peer" | "ours", string[]> = {
+    peer: [join(bin, "manager"), "--namespace", "{ns}", "--health-probe-bind-address", "0", "--metrics-bind-address", "127.0.0.1:{metrics-port}"],
+    ours: [process.execPath, "cli/src/main.ts", "run", "--operators", "database-user", "--namespaces", "{ns}", "--metrics-addr", "127.0.0.1:{metrics-port}", "--health-addr", "0"],
+  };
+  const results: Partial<Record<"peer" | "ours", DriverResult>> = {};
+  const failures: string[] = [];
+  for (const label of ["peer", "ours"] as const) {
+    const json = join(out, `${label}.json`);
+    console.log(`  peer: ${users} DatabaseUsers against ${label === "peer" ? "the controller-runtime peer" : "our manager (a separate process)"} (log: ${out}/${label}-driver.log) ...`);
+    const code = await run(
+      join(bin, "bench"),
+      [
+        "run", "--label", label, "--namespace", `dbu-${label}-${suffix}`, "--users", String(users), "--in-flight", "20", "--crds", crds,
+        "--mysql-host", env.mysql.host, "--mysql-port", String(env.mysql.port), "--mysql-user", env.mysql.user,
+        "--json", json, "--manager-log", join(out, `${label}-manager.log`), "--manager-dir", repoRoot,
+        "--", ...runs[label],
+      ],
+      { cwd: repoRoot, env: driverEnv, log: join(out, `${label}-driver.log`) },
+    );
+    if (!existsSync(json)) {
+      failures.push(`the peer's driver wrote no result for ${label} (exit ${code}): see ${out}/${label}-driver.log`);
+      continue;
+    }
+    const result = JSON.parse(readFileSync(json, "utf8")) as DriverResult;
+    results[label] = result;
+    failures.push(...(result.failures ?? []).map((f) => `${label}: ${f}`));
+    if (code !== 0 && (result.failures ?? []).length === 0) failures.push(`${label}: the driver exited ${code}: see ${out}/${label}-driver.log`);
+  }
+  const { peer, ours } = results;
+  if (!peer || !ours) return { rows: [], failures, details: { peerRuns: out } };
+  return { rows: comparisonRows(ours, peer), failures, details: { peerRuns: out, peer, ours } };
+}
+
+const MiB = (kib: number) => kib / 1024;
+const total = (m: Record<string, number> | undefined) => Object.values(m ?? {}).reduce((a, b) => a + b, 0);
+
+/** The table's rows: ours as the value, the peer's as the reference. */
+export function comparisonRows(ours: DriverResult, peer: DriverResult): BenchRow[] {
+  // The note once, on the first row: it holds for every "vs peer" row.
+  const vs = (metric: string, unit: string, of: (r: DriverResult) => number, note?: string): BenchRow => ({
+    metric: `vs peer: ${metric}`,
+    value: of(ours),
+    unit,
+    reference: of(peer),
+    note,
+  });
+  const sqlPerUser = (r: DriverResult) => (r.sqlCreatePhase?.Questions ?? 0) / r.users;
+  return [
+    vs(`time until all ${ours.users.toLocaleString("en-US")} Ready`, "s", (r) => r.readySeconds, PEER_NOTE),
+    vs("manager CPU while creating (first create -> all Ready)", "s", (r) => r.cpuSecondsCreatePhase),
+    vs("manager CPU, whole run", "s", (r) => r.cpuSecondsEnd),
+    vs("manager peak RSS (VmHWM)", "MiB", (r) => MiB(r.vmHWMKiB)),
+    vs("manager RSS at all Ready", "MiB", (r) => MiB(r.vmRSSAtReadyKiB)),
+    vs("manager start -> MySQLInstance Ready", "s", (r) => r.startupSeconds),
+    vs("rotation of one password (Secret update -> new password works)", "s", (r) => r.rotationSeconds),
+    vs("delete all (DELETE collection -> all gone)", "s", (r) => r.deleteSeconds),
+    vs("API requests (manager's own count)", "requests", (r) => total(r.apiRequestsByMethod)),
+    vs("DatabaseUser reconciles", "", (r) => r.reconcilesDatabaseUser ?? 0),
+    vs("SQL statements per user while creating (~, server-wide Questions)", "", sqlPerUser),
+  ];
+}
