@@ -4,7 +4,7 @@
 // loop that follows a long operation until it ends.
 import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
-import { ApiError, KubeClient, findCondition, resourceOf, uniqueKinds, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
+import { ApiError, KubeClient, findCondition, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
 import { stringify } from "yaml";
 import { UsageError, allKinds } from "../operators.ts";
 

@@ -2,7 +2,7 @@
 // Ready, and — when it is not — what it waits for (the Ready condition's
 // reason and message, or that no manager has written a status for it yet).
 import { parseArgs } from "node:util";
-import { isNotFound, uniqueKinds, type Condition, type KubeObject } from "@stateward/core";
+import { isNotFound, type Condition, type KubeObject } from "@stateward/core";
 import { allKinds } from "../operators.ts";
 import { CommandError, EXIT, connect, listAll, connectionHelp, connectionOptions, formatBytes, messageOf, outputFormat, outputOption, readyCondition, render } from "./common.ts";
 

@@ -2,7 +2,7 @@
 // Kubernetes version, which Stateward CRDs are installed (and at which API
 // versions), and the managers the Helm chart deployed with their versions.
 import { parseArgs } from "node:util";
-import { builtin, isForbidden, isNotFound, resourceType, uniqueKinds, type KubeClient, type KubeObject } from "@stateward/core";
+import { builtin, isForbidden, isNotFound, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
 import { allKinds } from "../operators.ts";
 import { CommandError, EXIT, cliVersion, connect, connectionOptions, messageOf, outputFormat, outputOption, render } from "./common.ts";
 
