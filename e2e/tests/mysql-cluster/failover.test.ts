@@ -21,8 +21,8 @@ import { eventsAbout, type KubeEvent } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
-import { loseNode, newPrimary, nodeBack, prepareApp, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
+import { clusterManifest, clusterRunning, connectPod, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
+import { loseNode, newPrimary, nodeBack, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
 
 /** Failovers in a row on one cluster: each about 10 s on the stand-ins (detection, promotion, the old primary's rejoin). */
 const FAILOVER_TRIALS = 10;
@@ -42,6 +42,17 @@ async function get(name: string): Promise<MySQLCluster> {
 
 async function events(name: string, since = ""): Promise<KubeEvent[]> {
   return (await eventsAbout(client, ns, { name })).filter((e) => (e.eventTime ?? "") >= since);
+}
+
+/**
+ * The FailedOver condition once it tells of the failover from `old`: status.lastFailover is
+ * recorded with the promotion, the condition by the status report of the reconcile after it.
+ */
+async function failedOverCondition(name: string, old: string): Promise<{ message?: string }> {
+  return waitFor(`the FailedOver condition about ${old}`, async () => {
+    const cond = findCondition((await get(name)).status?.conditions, "FailedOver");
+    return cond?.message?.startsWith(`${old} was lost`) ? cond : undefined;
+  }, 30_000, 200);
 }
 
 /** The sequence number of a MariaDB GTID ("0-1000-57" → 57n). */
@@ -104,18 +115,12 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       expect(failedOver?.note).toMatch(new RegExp(`^${next} is the primary \\(was ${old}, lost: `));
       const c = await get(name);
       expect(c.status?.lastFailover).toMatchObject({ from: old, to: next });
-      expect(findCondition(c.status?.conditions, "FailedOver")?.message).toContain(`${old} was lost`);
+      expect((await failedOverCondition(name, old)).message).toContain(`promoted`);
       console.log(`failover trial ${trial}: ${old} -> ${next}, writable again ${writableMs} ms after the loss (detection ${DETECTION_SECONDS} s); ${writer.acknowledged.length} writes acknowledged, none lost`);
 
       // The node comes back: the old primary stays read-only and rejoins, unless it kept a write it never got acknowledged.
       await nodeBack(servers, old);
-      const rejoined = await waitFor(`${old} back as a replica, or kept out`, async () => {
-        const x = await get(name);
-        const member = x.status?.members?.find((m) => m.name === old);
-        if (member?.role === "replica" && member.ready) return { errant: undefined };
-        const errant = findCondition(x.status?.conditions, "ErrantTransactions");
-        return errant?.status === "True" && errant.message?.includes(old) ? { errant: errant.message } : undefined;
-      }, 120_000, 300);
+      const rejoined = await rejoinedOrKeptOut(client, ns, name, old);
       const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
       expect(Number(row?.ro), `${old} took writes on its own`).toBe(1);
       if (rejoined.errant === undefined) {
@@ -124,8 +129,7 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       } else {
         // Its last write was on disk but never acknowledged (killed between the two): named, not rejoined; reseeded as a DBA would.
         console.log(`failover trial ${trial}: ${old} kept out: ${rejoined.errant}`);
-        await servers.kill(old);
-        await servers.revive(old, { fresh: true });
+        await reseed(servers, old);
       }
     }, 300_000);
   }
@@ -171,13 +175,15 @@ describe("an Async cluster losing its primary", () => {
     expect(reported, `status.lastFailover.dataLoss: ${dataLoss}`).not.toBeNull();
     // MariaDB: one position per domain (the writer's is 0), possibly listed twice (received, executed).
     const boundary = (reported?.[1] ?? "").split(",").filter((g) => g.startsWith("0-")).map(sequenceOf).reduce((a, b) => (a > b ? a : b), -1n);
-    // ... which is exactly the writes the client saw acknowledged and the new primary lacks (by their GTIDs).
-    const beyond = writer.acknowledged.filter((id) => writer.gtids.has(id) && sequenceOf(writer.gtids.get(id) ?? "") > boundary);
+    // ... which is exactly the writes the client saw acknowledged and the new primary lacks (by their GTIDs):
+    // the old primary's (server id 1000 + ordinal) — the new primary's own writes continue the sequence too.
+    const oldOrigin = `0-${1000 + Number(old.slice(-1))}-`;
+    const beyond = writer.acknowledged.filter((id) => writer.gtids.get(id)?.startsWith(oldOrigin) && sequenceOf(writer.gtids.get(id) ?? "") > boundary);
     expect(lost.filter((id) => writer.gtids.has(id))).toEqual(beyond);
     expect(lost.filter((id) => !writer.gtids.has(id)).length, "lost writes whose GTID the writer could not ask for").toBeLessThanOrEqual(1);
     const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
     expect(failedOver?.note).toContain(`beyond ${reported?.[1]}`);
-    expect(findCondition((await get(name)).status?.conditions, "FailedOver")?.message).toContain(`lost: ${dataLoss}`);
+    expect((await failedOverCondition(name, old)).message).toContain(`lost: ${dataLoss}`);
     console.log(`async failover ${old} -> ${next}: ${writer.acknowledged.length} writes acknowledged, ${lost.length} lost, reported as ${dataLoss}`);
 
     // Back, the old primary holds them: named as errant, not rejoined.
@@ -187,7 +193,7 @@ describe("an Async cluster losing its primary", () => {
       return cond?.status === "True" ? cond : undefined;
     }, 90_000, 300);
     const last = /holds (\d+-\d+-\d+)/.exec(errant.message ?? "")?.[1] ?? "";
-    expect(last.startsWith(`0-${1000 + Number(old.slice(-1))}-`), errant.message).toBe(true);
+    expect(last.startsWith(oldOrigin), errant.message).toBe(true);
     expect(sequenceOf(last)).toBeGreaterThanOrEqual(sequenceOf(writer.gtids.get(lost.at(-1) ?? -1) ?? "0-0-0"));
   }, 300_000);
 });
@@ -293,10 +299,20 @@ describe("a primary the operator cannot reach", () => {
     await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, failover: { detectionSeconds: DETECTION_SECONDS } }));
     const c = await clusterRunning(client, suite, name, 3, { check: (x) => findCondition(x.status?.conditions, "SemiSync")?.status === "True" });
     const old = c.status?.currentPrimary ?? "";
+    const password = await rootPassword(client, ns, name);
     const since = new Date().toISOString();
     // The operator cannot reach the primary; the replicas stay connected to it. A kubelet would then turn the
     // pod not Ready for the readiness gate the operator clears (KWOK does not): that is the operator's own view.
     servers.hide(old, true);
+    // ... and the connections it already holds are cut (the server closes them), so it has to connect again: a
+    // partition breaks them too. The replicas' connections (the replication account) stay.
+    const dba = await connectPod(servers, old, password);
+    try {
+      const [sessions] = await dba.query("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER = 'root' AND ID <> CONNECTION_ID()");
+      for (const { id } of sessions as { id: number }[]) await dba.query("KILL CONNECTION ?", [id]).catch(() => undefined);
+    } finally {
+      await dba.end();
+    }
     await waitFor("the operator not reaching the primary", async () => ((await get(name)).status?.members?.find((m) => m.name === old)?.ready === false ? true : undefined), 30_000, 200);
     await servers.setPodReady(old, false, "ReadinessGatesNotReady");
     await sleep(3 * DETECTION_SECONDS * 1000);
