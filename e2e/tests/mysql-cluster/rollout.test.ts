@@ -78,7 +78,8 @@ describe("an image change on a 3-server cluster", () => {
   let password: string;
 
   it("rolls the replicas, highest first, switches over, rolls the old primary last — losing no acknowledged write", async () => {
-    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 120 } }));
+    // The shortest failover detection the schema allows: the restarts of a rollout must still fail nothing over.
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, image: "mariadb:11.4", storage: { size: "1Gi" }, updateStrategy: { healthGateSeconds: 120 }, failover: { detectionSeconds: 5 } }));
     const before = await settled(name, 3);
     expect(before.status?.currentPrimary).toBe("roll-0");
     expect(before.status?.currentImage).toBe("mariadb:11.4");
@@ -101,6 +102,9 @@ describe("an image change on a 3-server cluster", () => {
     expect(after.status?.currentPrimary).not.toBe("roll-0");
     expect(after.status?.currentImage).toBe("mariadb:11.4.9");
     expect(after.status?.updated).toBe("3/3");
+    // A planned restart is not a lost primary: no failover, not even a suspicion reported.
+    expect(after.status?.lastFailover).toBeUndefined();
+    expect((await events(name)).filter((e) => (e.eventTime ?? "") >= since && (e.reason === "FailedOver" || e.reason === "FailoverNeeded")).map((e) => e.note)).toEqual([]);
 
     // Every acknowledged write is there; refused writes happened only around the switchover.
     const stored = new Set(((await onPrimary(name, password, "SELECT id FROM app.writes")) as { id: number }[]).map((r) => r.id));
