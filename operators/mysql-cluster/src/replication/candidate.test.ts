@@ -31,6 +31,9 @@ describe("the failover candidate", () => {
 
   it("merges the I/O position with what was executed (an I/O position is empty after a restart)", () => {
     expect(receivedOf(undefined, "0-1000-5")).toBe("0-1000-5");
+    // Named once when the replica applied everything it received (the FailedOver Event quotes it).
+    expect(receivedOf("0-1000-29", "0-1000-29")).toBe("0-1000-29");
+    expect(receivedOf("0-1000-7", "0-1000-5")).toBe("0-1000-7,0-1000-5");
     expect(chooseCandidate("MariaDB", [replica(1, receivedOf("0-1000-7", "0-1000-5")), replica(2, receivedOf("", "0-1000-6"))])).toMatchObject({ replica: { ordinal: 1 } });
   });
 });

@@ -25,7 +25,9 @@ export type CandidateChoice = { kind: "chosen"; replica: ReplicaProgress } | { k
 
 /** What the candidate's received and executed positions mean together: MariaDB, the higher sequence per domain; MySQL, the union. */
 export function receivedOf(io: string | undefined, executed: string): string {
-  return [io ?? "", executed].filter((p) => p.trim() !== "").join(",");
+  // The same GTID in both (a replica that applied all it received) is said once: the list is shown to users.
+  const parts = [io ?? "", executed].flatMap((p) => p.split(",")).map((p) => p.trim()).filter((p) => p !== "");
+  return [...new Set(parts)].join(",");
 }
 
 /**
