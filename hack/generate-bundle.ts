@@ -14,7 +14,8 @@
 //   its Role in each namespace otherwise) and the leader-election Lease's Role. OLM grants
 //   them in the namespaces the OperatorGroup targets, or cluster-wide for AllNamespaces —
 //   the chart's two namespace modes.
-// - clusterPermissions: get on CustomResourceDefinitions (the chart's crd-reader ClusterRole).
+// - clusterPermissions: the chart's other ClusterRoles: get on CustomResourceDefinitions (crd-reader)
+//   and, with mysql-cluster, get on Nodes (node-reader).
 // The one change to the Deployment: OLM says which namespaces to watch in the pod's
 // olm.targetNamespaces annotation ("" for all), which the manager gets as --namespaces.
 // Secrets are read with get only (`--secrets get`, the chart's cluster-wide default), which
@@ -102,8 +103,12 @@ const deployment = one("Deployment", RELEASE) as RenderedObject & {
 };
 const serviceAccount = deployment.spec.template.spec.serviceAccountName;
 const scopeRules = rules(one("ClusterRole", ":manager"));
-const crdRules = rules(one("ClusterRole", ":crd-reader"));
+// Every other ClusterRole the chart grants (reading CRDs; with mysql-cluster, getting Nodes), in the rendered order.
+one("ClusterRole", ":crd-reader");
+const clusterRules = objects.filter((o) => o.kind === "ClusterRole" && !o.metadata.name.endsWith(":manager")).map(rules);
 const leaseRules = rules(one("Role", "-leader-election"));
+// With database-user: creating its fingerprint key Secret in the release namespace.
+const fingerprintRules = rules(one("Role", "-fingerprint-key"));
 const metricsService = one("Service", "-metrics");
 
 interface Container {
@@ -312,8 +317,9 @@ const csv = {
         permissions: [
           { serviceAccountName: serviceAccount, rules: scopeRules },
           { serviceAccountName: serviceAccount, rules: leaseRules },
+          { serviceAccountName: serviceAccount, rules: fingerprintRules },
         ],
-        clusterPermissions: [{ serviceAccountName: serviceAccount, rules: crdRules }],
+        clusterPermissions: clusterRules.map((r) => ({ serviceAccountName: serviceAccount, rules: r })),
         deployments: [
           {
             name: deployment.metadata.name,

@@ -5,12 +5,11 @@
 // optimistic-concurrency update, status subresource, merge patch, server-side
 // apply — and reports every request to an optional observer (metrics, tests
 // that count writes).
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { HttpMethod, KubeConfig } from "@kubernetes/client-node";
 // The module itself, not the package's index: the index loads client-node's whole generated API
 // client (every group and model), which the manager never uses (docs/performance.md).
 import { RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";
-import type { AgentOptions, RequestOptions as HttpsRequestOptions } from "node:https";
-import { fetch, type Dispatcher } from "undici";
+import { fetch } from "undici";
 import { ApiError } from "./errors.ts";
 import type { KubeList, KubeObject } from "./object.ts";
 import { resourcePath, type ResourceType } from "./resource.ts";
@@ -103,8 +102,6 @@ export class KubeClient {
   private readonly server: string;
   private readonly timeoutMs: number;
   private readonly observe: ((o: RequestObservation) => void) | undefined;
-  /** The connection pool for the current TLS material (see credentials()). */
-  private pool: { key: string; dispatcher: Dispatcher | undefined } | undefined;
 
   constructor(opts: KubeClientOptions) {
     this.kubeConfig = opts.kubeConfig;
@@ -123,8 +120,9 @@ export class KubeClient {
   private async send(method: string, path: string, opts: RequestOptions, stream: boolean) {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
-    const credentials = await this.credentials(url);
-    const headers: Record<string, string> = { ...credentials.headers, accept: opts.accept ?? "application/json" };
+    const ctx = new RequestContext(url.toString(), method as HttpMethod);
+    await this.kubeConfig.applySecurityAuthentication(ctx);
+    const headers: Record<string, string> = { ...ctx.getHeaders(), accept: opts.accept ?? "application/json" };
     let body: string | undefined;
     if (opts.body !== undefined) {
       headers["content-type"] = opts.contentType ?? "application/json";
@@ -141,7 +139,7 @@ export class KubeClient {
         headers,
         body,
         signal: signals.length ? AbortSignal.any(signals) : undefined,
-        dispatcher: credentials.dispatcher,
+        dispatcher: ctx.getDispatcher(),
       });
       this.observe?.({ verb, path, status: res.status, seconds: (performance.now() - started) / 1000 });
       return res;
@@ -149,36 +147,6 @@ export class KubeClient {
       this.observe?.({ verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
       throw err;
     }
-  }
-
-  /**
-   * The headers (token, exec or OIDC plugin, basic auth) and the connection pool of a request,
-   * from the kubeconfig at this moment. client-node's applySecurityAuthentication builds a new
-   * undici Agent for every request, so every request paid a new connection and TLS handshake
-   * (with a client certificate, on both ends): the pool is reused for as long as the TLS
-   * material (CA, client certificate, proxy) stays the same, and replaced when it changes (a
-   * rotated certificate file, an exec plugin's new certificate).
-   */
-  private async credentials(url: URL): Promise<{ headers: Record<string, string>; dispatcher: Dispatcher | undefined }> {
-    const tls: HttpsRequestOptions = {};
-    await this.kubeConfig.applyToHTTPSOptions(tls);
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(tls.headers ?? {})) if (value !== undefined) headers[name] = String(value);
-    if (tls.auth) headers.Authorization = `Basic ${Buffer.from(tls.auth).toString("base64")}`;
-    const agentOptions: AgentOptions = { ca: tls.ca, cert: tls.cert, key: tls.key, pfx: tls.pfx, passphrase: tls.passphrase };
-    if (tls.rejectUnauthorized !== undefined) agentOptions.rejectUnauthorized = tls.rejectUnauthorized;
-    if (tls.servername !== undefined) agentOptions.servername = tls.servername;
-    const key = JSON.stringify(this.kubeConfig.createDispatcherOptions(this.kubeConfig.getCurrentCluster(), agentOptions));
-    if (this.pool?.key !== key) {
-      // client-node's own dispatcher for this material (direct, HTTP(S) or SOCKS proxy), made once.
-      const ctx = new RequestContext(url.toString(), "GET");
-      await this.kubeConfig.applySecurityAuthentication(ctx);
-      const previous = this.pool?.dispatcher;
-      this.pool = { key, dispatcher: ctx.getDispatcher() };
-      // Requests and watches still on it finish first.
-      void previous?.close().catch(() => undefined);
-    }
-    return { headers, dispatcher: this.pool.dispatcher };
   }
 
   /** One request; parses JSON; throws ApiError for a non-2xx answer. */

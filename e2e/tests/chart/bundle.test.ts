@@ -58,7 +58,8 @@ describe("the OLM bundle grants what the chart grants", () => {
     const { objects } = await renderChart({ namespace: NS });
     expect(scope?.rules).toEqual(rulesOf(named(objects, "ClusterRole", ":manager")[0]));
     expect(lease?.rules).toEqual(rulesOf(named(objects, "Role", "-leader-election")[0]));
-    expect(csv.spec.install.spec.clusterPermissions.map((p) => p.rules)).toEqual([rulesOf(named(objects, "ClusterRole", ":crd-reader")[0])]);
+    expect(csv.spec.install.spec.clusterPermissions.map((p) => p.rules)).toEqual(named(objects, "ClusterRole", "").filter((r) => !r.metadata.name.endsWith(":manager")).map(rulesOf));
+    expect(csv.spec.install.spec.permissions[2]?.rules).toEqual(rulesOf(named(objects, "Role", "-fingerprint-key")[0]));
     for (const p of [...csv.spec.install.spec.permissions, ...csv.spec.install.spec.clusterPermissions]) expect(p.serviceAccountName).toBe("stateward");
   });
 
@@ -67,7 +68,7 @@ describe("the OLM bundle grants what the chart grants", () => {
     const roles = named(objects, "Role", ":manager");
     expect(roles.map((r) => r.metadata.namespace).sort()).toEqual(["team-a", "team-b"]);
     for (const role of roles) expect(scope?.rules).toEqual(rulesOf(role));
-    // Nothing cluster-wide beyond reading CRDs, as in the chart.
+    // Nothing cluster-wide beyond reading CRDs and getting Nodes, as in the chart.
     expect(named(objects, "ClusterRole", "").map(rulesOf)).toEqual(csv.spec.install.spec.clusterPermissions.map((p) => p.rules));
   });
 

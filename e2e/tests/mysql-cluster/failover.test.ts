@@ -5,23 +5,20 @@
 // write the old primary acknowledged is on it — over FAILOVER_TRIALS trials.
 // The old primary, revived, rejoins as a replica and catches up, unless it
 // holds transactions the new primary lacks (then it is named and kept out).
-// A primary only the operator cannot reach (a partition) is not failed over
-// on the operator's own word — the pod's readiness that its own readiness
-// gate took away does not count — but is once its Node is not Ready.
 // With Async replication a failover may lose acknowledged writes: it names
 // them (everything the old primary committed beyond what the new one
 // received), and that is exactly what the writer lost. A blip shorter than
 // detectionSeconds fails nothing over; with the Manual policy nothing is
 // promoted until spec.primary names a replica.
 import { setTimeout as sleep } from "node:timers/promises";
-import { builtin, findCondition, resourceType, type KubeObject } from "@stateward/core";
+import { findCondition } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { eventsAbout, type KubeEvent } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { clusterManifest, clusterRunning, connectPod, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
+import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 import { loseNode, newPrimary, nodeBack, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
 
 /** Failovers in a row on one cluster: each about 10 s on the stand-ins (detection, promotion, the old primary's rejoin). */
@@ -280,63 +277,5 @@ describe("an old primary with a transaction the new one lacks", () => {
     expect([...(await storedIds(servers, old, password, "app.t"))].sort()).toEqual([1, 2]);
     const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
     expect(Number(row?.ro)).toBe(1);
-  }, 240_000);
-});
-
-describe("a primary the operator cannot reach", () => {
-  const NODE = resourceType("v1", "Node", "nodes", false);
-  // The annotation KWOK manages its nodes by (see the harness): without it KWOK leaves the node as it is.
-  const KWOK_ANNOTATION = "kwok.x-k8s.io/node";
-  let lostNode: string | undefined;
-
-  afterAll(async () => {
-    // The node managed by KWOK again: it is made Ready at once (later suites schedule onto it).
-    if (lostNode) await client.patch(NODE, undefined, lostNode, { metadata: { annotations: { [KWOK_ANNOTATION]: "fake" } } });
-  });
-
-  it("is not failed over on the operator's word alone, and is once its Node is not Ready", async () => {
-    const name = "nod";
-    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, failover: { detectionSeconds: DETECTION_SECONDS } }));
-    const c = await clusterRunning(client, suite, name, 3, { check: (x) => findCondition(x.status?.conditions, "SemiSync")?.status === "True" });
-    const old = c.status?.currentPrimary ?? "";
-    const password = await rootPassword(client, ns, name);
-    const since = new Date().toISOString();
-    // The operator cannot reach the primary; the replicas stay connected to it. A kubelet would then turn the
-    // pod not Ready for the readiness gate the operator clears (KWOK does not): that is the operator's own view.
-    servers.hide(old, true);
-    // ... and the connections it already holds are cut (the server closes them), so it has to connect again: a
-    // partition breaks them too. The replicas' connections (the replication account) stay.
-    const dba = await connectPod(servers, old, password);
-    try {
-      const [sessions] = await dba.query("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER = 'root' AND ID <> CONNECTION_ID()");
-      for (const { id } of sessions as { id: number }[]) await dba.query("KILL CONNECTION ?", [id]).catch(() => undefined);
-    } finally {
-      await dba.end();
-    }
-    await waitFor("the operator not reaching the primary", async () => ((await get(name)).status?.members?.find((m) => m.name === old)?.ready === false ? true : undefined), 30_000, 200);
-    await servers.setPodReady(old, false, "ReadinessGatesNotReady");
-    await sleep(3 * DETECTION_SECONDS * 1000);
-    expect((await get(name)).status?.currentPrimary, "failed over while the primary was only unreachable from the operator").toBe(old);
-    expect((await events(name, since)).filter((e) => e.reason === "FailedOver")).toEqual([]);
-    expect(suite.logs.lines().some((l) => JSON.stringify(l).includes("nothing else says it is gone"))).toBe(true);
-
-    // Its node turns NotReady (its kubelet says so; KWOK lets go of it first): that is a second signal.
-    lostNode = (await client.get<KubeObject & { spec: { nodeName?: string } }>(builtin.pod, ns, old)).spec.nodeName;
-    expect(lostNode).toBeTruthy();
-    await client.patch(NODE, undefined, lostNode!, { metadata: { annotations: { [KWOK_ANNOTATION]: null } } });
-    const notReady = { type: "Ready", status: "False", reason: "KubeletNotReady", message: "container runtime is down", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() };
-    // Said again until the failover, as its kubelet would keep saying it (should anything set it back meanwhile).
-    let reporting = true;
-    const kubelet = (async () => {
-      while (reporting) {
-        await client.patch(NODE, undefined, lostNode!, { status: { conditions: [notReady] } }, "strategic", "status");
-        await sleep(200);
-      }
-    })();
-    const promoted = await newPrimary(client, ns, name, old).finally(() => (reporting = false));
-    await kubelet;
-    const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
-    expect(failedOver?.note).toContain(`its node ${lostNode} is not Ready (False, KubeletNotReady)`);
-    expect(promoted.status?.lastFailover).toMatchObject({ from: old });
   }, 240_000);
 });
