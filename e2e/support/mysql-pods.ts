@@ -15,9 +15,7 @@
 // starts a server: the container that crash-loops, for the health-gate tests.
 // For the failover tests a pod's server can be killed (and revived on its
 // data) and the pod marked not Ready, as a lost node's pods are (KWOK pods have
-// no kubelet to notice), or hidden from whoever resolves its name here (the
-// operator) while the replicas already connected to it stay connected: a
-// partition between the operator and the server.
+// no kubelet to notice).
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -48,8 +46,6 @@ export class LocalPodServers implements ServerAddressResolver {
   /** The uid of the pod each server was started for. */
   private readonly startedFor = new Map<string, string>();
   private readonly volumes = new Set<string>();
-  /** Pods whose server is not reached through resolve() (see hide). */
-  private readonly hidden = new Set<string>();
   private stopped = false;
   private loop: Promise<void> | undefined;
   /** Failures starting a server, by pod: a test asserts there are none. */
@@ -105,7 +101,7 @@ export class LocalPodServers implements ServerAddressResolver {
       const live = await this.client.get<Pod>(builtin.pod, this.namespace, pod).catch(() => undefined);
       current = live !== undefined && this.startedFor.get(pod) === live.metadata.uid;
     }
-    const server = pod === undefined || !current || this.hidden.has(pod) ? undefined : await this.servers.get(pod)?.catch(() => undefined);
+    const server = pod === undefined || !current ? undefined : await this.servers.get(pod)?.catch(() => undefined);
     // Not started (yet): an address nothing listens on, so connecting fails as it would in a cluster.
     return server ? { host: server.host, port: server.port } : { host: "127.0.0.1", port: 9 };
   }
@@ -207,12 +203,6 @@ export class LocalPodServers implements ServerAddressResolver {
     this.servers.set(pod, started);
     this.startedFor.set(pod, live.metadata.uid ?? "");
     return started;
-  }
-
-  /** Hides a pod's server from resolve() (new connections through a name fail) or shows it again; connections already made stay. */
-  hide(pod: string, hidden: boolean): void {
-    if (hidden) this.hidden.add(pod);
-    else this.hidden.delete(pod);
   }
 
   /** Sets the pod's Ready condition, as a kubelet (or the node controller, for a lost node) would. */
