@@ -3,15 +3,20 @@
 // account untouched and still usable); an account that already exists only
 // with spec.adoptExisting (otherwise AccountExists, its password and grants
 // unchanged, and deleting the DatabaseUser leaves it); with the opt-in it is
-// adopted and, on delete, dropped.
-import { builtin } from "@stateward/core";
-import type { DatabaseUser } from "@stateward/operator-database-user";
+// adopted and, on delete, dropped. The account it creates is claimed on the
+// object right before CREATE USER, in the request that adds the finalizer (3 API
+// writes per new account): a status write lost after CREATE USER leaves the
+// account its own; a claim copied from another object claims nothing.
+import { builtin, resourceType, type KubeObject } from "@stateward/core";
+import { ACCOUNT_CREATED_BY, type DatabaseUser } from "@stateward/operator-database-user";
 import type mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freshNamespace, testClient, waitGone } from "../../support/kube.ts";
+import { waitFor } from "../../support/wait.ts";
 import {
   DBU,
   MYI,
+  WRITE_VERBS,
   accountExists,
   adminConnection,
   cleanUp,
@@ -33,6 +38,8 @@ import {
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const VAP = resourceType("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", false);
+const VAP_BINDING = resourceType("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", false);
 
 describe("database-user: accounts it does not own", () => {
   const id = suffix();
@@ -169,5 +176,102 @@ describe("database-user: accounts it does not own", () => {
     await client.delete(DBU, ns, "fresh");
     await waitGone(client, DBU, ns, "fresh");
     expect(await accountExists(admin, name)).toBe(false);
+  });
+
+  it("creates an account with 3 API writes: the finalizer with the creation claim, the status, the event", async () => {
+    const name = `counted_${id}`;
+    left.accounts.push({ user: name, host: "%" });
+    await client.create(builtin.secret, secret(ns, "counted", { password: "Counted-Password-1" }));
+    await sleep(500); // the Secret's event reaches no DatabaseUser: nothing of it is counted below
+    const before = running.requests.length;
+    await client.create(DBU, databaseUser(ns, "counted", { instanceRef: { name: "db" }, user: name, passwordSecretRef: { name: "counted" }, grants: [{ privileges: ["SELECT"], database: db }] }));
+    const ready = await waitReady(client, ns, "counted");
+    await waitFor("the AccountUpdated event", async () => ((await eventsFor(client, ns, "counted")).some((e) => e.reason === "AccountUpdated") ? true : undefined));
+    await sleep(1_500); // the reconciles its own writes cause: converged, they write nothing
+    const own = `/namespaces/${ns}/databaseusers/counted`;
+    const writes = running.requests
+      .slice(before)
+      .filter((r) => WRITE_VERBS.has(r.verb))
+      // The fingerprint key's Secret is written once per operator, by whichever user needs it first.
+      .filter((r) => !r.path.includes("/secrets"))
+      .map((r) => `${r.verb} ${r.path.replace(own, "<user>").replace(`/namespaces/${ns}/`, "/<ns>/")}`);
+    expect(writes).toEqual(["PATCH /apis/stateward.io/v1alpha1/<user>", "PUT /apis/stateward.io/v1alpha1/<user>/status", "POST /apis/events.k8s.io/v1/<ns>/events"]);
+    expect(ready.metadata.annotations?.[ACCOUNT_CREATED_BY]).toBe(ready.metadata.uid);
+    expect(ready.metadata.finalizers).toContain("stateward.io/drop-account");
+    expect(ready.status?.accountOrigin).toBe("Created");
+    expect(await tryLogin(env.mysql, name, "Counted-Password-1")).toBe("ok");
+  });
+
+  // The crash window the claim is for, for real: CREATE USER runs, then every status write is refused
+  // (a ValidatingAdmissionPolicy on databaseusers/status), as if the operator had stopped before it.
+  it("keeps an account it created when the status saying so was never written, and drops it on delete", async () => {
+    const name = `unrecorded_${id}`;
+    const policy = `dbu-status-refused-${id}`;
+    const label = "test.stateward.io/status-refused";
+    left.accounts.push({ user: name, host: "%" });
+    await client.create<KubeObject>(VAP, {
+      metadata: { name: policy },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: { resourceRules: [{ apiGroups: ["stateward.io"], apiVersions: ["*"], operations: ["UPDATE"], resources: ["databaseusers/status"] }] },
+        validations: [{ expression: "false", message: "status writes refused by the test" }],
+      },
+    } as KubeObject);
+    await client.create<KubeObject>(VAP_BINDING, {
+      metadata: { name: policy },
+      spec: { policyName: policy, validationActions: ["Deny"], matchResources: { objectSelector: { matchLabels: { [label]: id } } } },
+    } as KubeObject);
+    try {
+      // The policy is in force once a status write on a labelled object in a namespace no manager watches is refused.
+      const probeNs = await freshNamespace(client, "dbu-probe");
+      left.namespaces.push(probeNs);
+      await client.create<DatabaseUser>(DBU, databaseUser(probeNs, "probe", { instanceRef: { name: "none" }, passwordSecretRef: { name: "none" } }, { [label]: id }));
+      await waitFor("the policy refusing status writes", async () => {
+        const probe = await client.get<DatabaseUser>(DBU, probeNs, "probe");
+        const outcome = await client.updateStatus(DBU, { ...probe, status: { user: `probe-${Date.now()}` } }).then(
+          () => "written",
+          (err: unknown) => String(err instanceof Error ? err.message : err),
+        );
+        return outcome.includes("status writes refused by the test") ? true : undefined;
+      });
+
+      await client.create(builtin.secret, secret(ns, "unrecorded", { password: "Unrecorded-1" }));
+      await client.create(DBU, databaseUser(ns, "unrecorded", { instanceRef: { name: "db" }, user: name, passwordSecretRef: { name: "unrecorded" }, grants: [] }, { [label]: id }));
+      await waitFor("CREATE USER", async () => ((await accountExists(admin, name)) ? true : undefined));
+      await sleep(1_000);
+      const unrecorded = await client.get<DatabaseUser>(DBU, ns, "unrecorded");
+      expect(unrecorded.status?.accountOrigin).toBeUndefined();
+      expect(unrecorded.metadata.annotations?.[ACCOUNT_CREATED_BY]).toBe(unrecorded.metadata.uid);
+    } finally {
+      await client.delete(VAP_BINDING, undefined, policy).catch(() => undefined);
+      await client.delete(VAP, undefined, policy).catch(() => undefined);
+    }
+
+    // Status writes allowed again: the account is its own (no AccountExists), recorded as Created.
+    const ready = await waitReady(client, ns, "unrecorded", undefined, 60_000);
+    expect(ready.status?.accountOrigin).toBe("Created");
+    expect((await eventsFor(client, ns, "unrecorded")).map((e) => e.reason)).not.toContain("AccountExists");
+    expect(await tryLogin(env.mysql, name, "Unrecorded-1")).toBe("ok");
+    await client.delete(DBU, ns, "unrecorded");
+    await waitGone(client, DBU, ns, "unrecorded");
+    expect(await accountExists(admin, name)).toBe(false);
+  });
+
+  it("claims nothing with a creation claim copied from another object: an existing account stays untouched and is not dropped", async () => {
+    const name = `copied_${id}`;
+    left.accounts.push({ user: name, host: "%" });
+    await admin.query(`CREATE USER ${q(name)}@'%' IDENTIFIED BY 'Copied-Old-1'`);
+    await client.create(builtin.secret, secret(ns, "copied", { password: "Copied-New-1" }));
+    // As `kubectl get -o yaml` of another DatabaseUser, applied under a new name: its annotation comes along.
+    const copied = databaseUser(ns, "copied", { instanceRef: { name: "db" }, user: name, passwordSecretRef: { name: "copied" }, grants: [] });
+    copied.metadata.annotations = { [ACCOUNT_CREATED_BY]: "0f6b3a52-8d1e-4c57-9a0e-5b1f2c3d4e5f" };
+    await client.create(DBU, copied);
+    await waitNotReady(client, ns, "copied", "AccountExists");
+    await sleep(1_000);
+    expect(await tryLogin(env.mysql, name, "Copied-Old-1")).toBe("ok");
+    await client.delete(DBU, ns, "copied");
+    await waitGone(client, DBU, ns, "copied");
+    expect(await accountExists(admin, name)).toBe(true);
+    expect((await eventsFor(client, ns, "copied")).map((e) => e.reason)).toContain("AccountNotDropped");
   });
 });

@@ -172,7 +172,7 @@ export const DatabaseUserKind = defineKind({
       accountOrigin: optional(
         stringEnum(
           ["Created", "Adopted"],
-          "How the operator came to manage the account: Created (it did not exist) or Adopted (it existed and adoptExisting was set, or an earlier release managed it). Unset: the operator has not touched the account, and deleting the DatabaseUser will not drop it.",
+          "How the operator came to manage the account: Created (it did not exist) or Adopted (it existed and adoptExisting was set, or an earlier release managed it). Unset: the operator has not touched the account, and deleting the DatabaseUser will not drop it — unless the object carries the annotation stateward.io/account-created-by with its own metadata.uid, which the operator writes right before CREATE USER: then the account counts as Created (the status saying so was not written yet).",
         ),
       ),
     },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { MySQLInstance } from "@stateward/mysql";
 import type { ParsedGrant } from "./show-grants.ts";
-import { adminPrivileges, isClusterInstance, knownOrigin, protectedAccount } from "./ownership.ts";
+import { ACCOUNT_CREATED_BY, adminPrivileges, creationClaim, isClusterInstance, knownOrigin, protectedAccount } from "./ownership.ts";
 
 describe("protectedAccount", () => {
   const plain = { adminUser: "dba", cluster: false };
@@ -37,6 +37,28 @@ describe("knownOrigin", () => {
     expect(knownOrigin({ status: undefined })).toBeUndefined();
     expect(knownOrigin({ status: { conditions: [] } })).toBeUndefined();
     expect(knownOrigin({ status: { passwordFingerprint: "scrypt$x" } })).toBeUndefined();
+  });
+
+  const claimed = (uid: string, claim: string) => ({ uid, annotations: { [ACCOUNT_CREATED_BY]: claim } });
+
+  it("is Created when the object carries its own creation claim and no status says otherwise (CREATE USER ran, the status write was lost)", () => {
+    expect(knownOrigin({ metadata: claimed("u-1", "u-1"), status: undefined })).toBe("Created");
+    expect(knownOrigin({ metadata: claimed("u-1", "u-1"), status: { conditions: [] } })).toBe("Created");
+    // What the status recorded comes first.
+    expect(knownOrigin({ metadata: claimed("u-1", "u-1"), status: { accountOrigin: "Adopted" } })).toBe("Adopted");
+  });
+
+  it("ignores a claim made for another object (a copied manifest) or for no object", () => {
+    expect(knownOrigin({ metadata: claimed("u-2", "u-1"), status: undefined })).toBeUndefined();
+    expect(knownOrigin({ metadata: claimed("", ""), status: undefined })).toBeUndefined();
+    expect(knownOrigin({ metadata: { annotations: { [ACCOUNT_CREATED_BY]: "u-1" } }, status: undefined })).toBeUndefined();
+    expect(knownOrigin({ metadata: { uid: "u-1", annotations: { "stateward.io/other": "u-1" } }, status: undefined })).toBeUndefined();
+  });
+
+  it("reads back the claim that creationClaim writes", () => {
+    const metadata = { uid: "5e0c1d2a-uid", name: "app" };
+    expect(creationClaim({ metadata })).toEqual({ [ACCOUNT_CREATED_BY]: "5e0c1d2a-uid" });
+    expect(knownOrigin({ metadata: { ...metadata, annotations: creationClaim({ metadata }) } })).toBe("Created");
   });
 });
 

@@ -33,15 +33,32 @@ export function protectedAccount(account: Account, instance: { adminUser: string
 }
 
 /**
- * The account's origin as far as this DatabaseUser knows it: status.accountOrigin,
+ * Annotation recording that this DatabaseUser is about to create its account: its value is the
+ * object's own metadata.uid, written with the finalizer in one request right before CREATE USER
+ * (see the reconciler). Bound to the uid so that the annotation copied with a manifest
+ * (`kubectl get -o yaml`) into another object claims nothing there.
+ */
+export const ACCOUNT_CREATED_BY = "stateward.io/account-created-by";
+
+/** The annotations that record the intent to create the account, for the write before CREATE USER. */
+export function creationClaim(user: Pick<DatabaseUser, "metadata">): Record<string, string> {
+  return { [ACCOUNT_CREATED_BY]: user.metadata.uid ?? "" };
+}
+
+/**
+ * The account's origin as far as this DatabaseUser knows it: status.accountOrigin;
  * or — for an object last converged by a release that did not record it — Adopted:
  * that release managed (and on delete dropped) whatever account it found, and
- * the object keeps the behaviour it was created with.
+ * the object keeps the behaviour it was created with; or Created when the object
+ * carries its own creation claim (ACCOUNT_CREATED_BY with its uid) but no status
+ * says so yet: CREATE USER may have run before the final status write was lost.
  */
-export function knownOrigin(user: Pick<DatabaseUser, "status">): AccountOrigin | undefined {
+export function knownOrigin(user: { status?: DatabaseUser["status"]; metadata?: Pick<DatabaseUser["metadata"], "uid" | "annotations"> }): AccountOrigin | undefined {
   const status = user.status;
   if (status?.accountOrigin !== undefined) return status.accountOrigin;
   if (status?.user !== undefined && status.passwordFingerprint !== undefined) return "Adopted";
+  const uid = user.metadata?.uid;
+  if (uid !== undefined && uid !== "" && user.metadata?.annotations?.[ACCOUNT_CREATED_BY] === uid) return "Created";
   return undefined;
 }
 

@@ -56,7 +56,7 @@ import { fingerprintMatches, nativePasswordHash, passwordFingerprint } from "./p
 import type { FingerprintKey } from "./fingerprint-key.ts";
 import { readyStatus, writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
-import { adminPrivileges, isClusterInstance, knownOrigin, protectedAccount, type AccountOrigin } from "./ownership.ts";
+import { adminPrivileges, creationClaim, isClusterInstance, knownOrigin, protectedAccount } from "./ownership.ts";
 
 /** On DatabaseUsers whose account is dropped on delete (deletionPolicy: Delete). */
 export const FINALIZER = "stateward.io/drop-account";
@@ -113,13 +113,13 @@ export class DatabaseUserReconciler implements Reconciler {
       await this.finalize(cached, ctx);
       return undefined;
     }
-    // A finalizer only where deleting must clean up outside Kubernetes.
-    let user = cached;
-    if ((user.spec.deletionPolicy ?? "Delete") === "Delete") user = await addFinalizer(this.d.client, DBU, user, FINALIZER);
-    else user = await removeFinalizer(this.d.client, DBU, user, FINALIZER);
+    // A finalizer only where deleting must clean up outside Kubernetes. With Delete it is added by the
+    // first write this reconcile makes to the object (see holdFinalizer): the claim right before CREATE USER,
+    // before any change to an existing account, or the failure status — never in a request of its own.
+    const user = dropsOnDelete(cached) ? cached : await removeFinalizer(this.d.client, DBU, cached, FINALIZER);
 
-    // converge() replaces `current.user` when it writes the status midway (the account's origin, right
-    // before CREATE USER), so that a failure later on is written over that status, not over an older one.
+    // converge() replaces `current.user` when it writes the object midway (the finalizer, with the claim
+    // right before CREATE USER), so that the writes after it carry its resourceVersion.
     const current = { user };
     try {
       return await this.converge(current, ctx);
@@ -127,6 +127,9 @@ export class DatabaseUserReconciler implements Reconciler {
       if (isConflict(err)) throw err; // the object changed under us: retry with the new version
       const failure = toFailure(err, user.spec.instanceRef.name);
       this.d.failures.inc(user.metadata, 1, { reason: failure.reason });
+      // Also a DatabaseUser that never got to its account holds the finalizer: deleting it then says what
+      // became of the account (AccountNotDropped, AccountKept) instead of going without a word.
+      current.user = await this.holdFinalizer(current.user);
       await writeStatus(this.d.client, DBU, current.user, readyStatus({}, { status: "False", reason: failure.reason, message: failure.message }));
       await this.d.events.record(current.user, "Warning", failure.reason, failure.message);
       // A terminal failure (an invalid spec, a protected account) waits for the next change of the DatabaseUser.
@@ -153,12 +156,13 @@ export class DatabaseUserReconciler implements Reconciler {
     return new Failure("InstanceNotFound", `MySQLInstance ${user.spec.instanceRef.name} not found in namespace ${user.metadata.namespace ?? ""}${scope}`);
   }
 
-  /** Whether the status says this very spec, Secret and instance were applied. */
+  /** Whether the status says this very spec, Secret and instance were applied (and the finalizer, if any, is in place). */
   private converged(user: DatabaseUser, instance: MySQLInstance, secretVersion: string | undefined): boolean {
     const status = user.status;
     const ready = findCondition(status?.conditions, "Ready");
     return (
       ready?.status === "True" &&
+      (hasFinalizer(user, FINALIZER) || !dropsOnDelete(user)) &&
       ready.observedGeneration === user.metadata.generation &&
       secretVersion !== undefined &&
       status?.passwordSecretVersion === secretVersion &&
@@ -234,12 +238,32 @@ export class DatabaseUserReconciler implements Reconciler {
     let origin = knownOrigin(user);
     const state = await readAccount(conn, account);
     if (!state) {
-      // Claimed in the status before CREATE USER: if that write fails nothing was created, where a
-      // write failing after it would leave the operator's own account looking like someone else's.
-      // (Left open: an account of that name created by hand in the milliseconds between the read
-      // above and CREATE USER, which then fails — and the next reconcile takes the account as its own.)
       const key = await this.key(); // before CREATE USER: an account is never left without its fingerprint
-      origin = await this.recordOrigin(current, "Created", `Creating account ${describeAccount(account)}`);
+      // The claim: CREATE USER is recorded on the object before it runs, so that if the operator stops
+      // between CREATE USER and the status write below, the next reconcile still knows the account is
+      // its own (to manage, and to drop on delete) — where a record written after it could be lost and
+      // leave the operator's own account looking like someone else's (AccountExists, never dropped).
+      //
+      // It is the annotation ACCOUNT_CREATED_BY, in the same request that adds the finalizer (the first
+      // write to a new object: no request of its own, 3 writes per new account as controller-runtime's).
+      // Where and when it is written is what keeps "never take what isn't yours": exactly where an
+      // earlier release wrote status.accountOrigin: Created, after the read above found no account, in
+      // this reconcile, right before CREATE USER. Written earlier (with the finalizer at the start of
+      // the reconcile, before the account was looked at) it would outlive a reconcile failing before
+      // CREATE USER (Secret missing, instance down) and claim an account created by someone else while
+      // it waits. Crash windows:
+      // - claim written, CREATE USER not run: the next reconcile finds no account and creates it, or
+      //   finds one made meanwhile by someone else and takes it as its own — the same window as
+      //   status.accountOrigin: Created before, nothing wider;
+      // - claim written, CREATE USER run, status not: the next reconcile finds the account and the
+      //   claim (knownOrigin: Created): it manages it, the status then records Created;
+      // - claim not written (conflict, API down): nothing was created.
+      // (Left open as before: an account of that name created by hand in the milliseconds between the
+      // read above and CREATE USER, which then fails — and the next reconcile takes the account as its own.)
+      // An object whose origin is already known (the account was dropped by hand) needs no new claim.
+      if (origin === undefined) current.user = await this.claimCreation(current.user);
+      else current.user = await this.holdFinalizer(current.user);
+      origin = "Created";
       await createAccount(conn, account, password, limits);
       fingerprint = passwordFingerprint(password, uid, key);
       changed.push("created the account");
@@ -252,6 +276,7 @@ export class DatabaseUserReconciler implements Reconciler {
         changed.push("adopted the existing account");
         ctx.log.info("adopting an existing account", { account: describeAccount(account) });
       }
+      current.user = await this.holdFinalizer(current.user); // before the account is changed: it is dropped on delete
       // Fingerprint only when the Secret moved since the password was last applied, or nothing is known:
       // a fingerprint in the status is kept as it is (also one in an older format) while the Secret stays.
       const secretMoved = fingerprint === undefined || secretVersion !== user.status?.passwordSecretVersion;
@@ -320,10 +345,18 @@ export class DatabaseUserReconciler implements Reconciler {
     );
   }
 
-  /** Writes the account's origin at once, before the reconcile goes on (see the caller). */
-  private async recordOrigin(current: { user: DatabaseUser }, origin: AccountOrigin, message: string): Promise<AccountOrigin> {
-    current.user = await writeStatus(this.d.client, DBU, current.user, readyStatus({ accountOrigin: origin }, { status: "False", reason: "Converging", message }));
-    return origin;
+  /** The finalizer added (one write) when deleting drops the account and it is missing; the object as it now is. */
+  private async holdFinalizer(user: DatabaseUser): Promise<DatabaseUser> {
+    return dropsOnDelete(user) ? addFinalizer(this.d.client, DBU, user, FINALIZER) : user;
+  }
+
+  /** Records the intent to create the account (see the caller), with the finalizer when deleting drops it: one write. */
+  private async claimCreation(user: DatabaseUser): Promise<DatabaseUser> {
+    const claim = creationClaim(user);
+    if (dropsOnDelete(user)) return addFinalizer(this.d.client, DBU, user, FINALIZER, claim);
+    return this.d.client.patch<DatabaseUser>(DBU, user.metadata.namespace, user.metadata.name ?? "", {
+      metadata: { annotations: claim, resourceVersion: user.metadata.resourceVersion },
+    });
   }
 
   /** Grants first, then revokes; repeated while SHOW GRANTS still differs. Returns the number of levels granted. */
@@ -407,6 +440,10 @@ export class DatabaseUserReconciler implements Reconciler {
     }
     await release("Normal", "AccountDropped", `dropped account ${describeAccount(account)}`);
   }
+}
+
+function dropsOnDelete(user: DatabaseUser): boolean {
+  return (user.spec.deletionPolicy ?? "Delete") === "Delete";
 }
 
 function capitalize(text: string): string {
