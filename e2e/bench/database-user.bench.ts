@@ -37,8 +37,8 @@ import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
 import { sampleSum } from "./metrics-text.ts";
 import { comparePeer } from "./database-user-peer.ts";
 
-/** The issue's figure. */
-const USERS = 1_000;
+/** The issue's figure; BENCH_DBU_USERS sets another (e.g. a few hundred under a profiler). */
+const USERS = usersSetting(process.env.BENCH_DBU_USERS, 1_000);
 const CREATES_IN_FLIGHT = 20;
 /** The operator's default: as many workers as connections in an instance's pool. */
 const MAX_CONCURRENT_RECONCILES = 4;
@@ -60,6 +60,14 @@ const WRITE_VERBS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 const SQL_WRITE = /^\s*(CREATE|ALTER|DROP|GRANT|REVOKE)\b/i;
 
 const DBU = DatabaseUserKind.resource;
+
+/** A count from the environment; NaN when the value is not a positive whole number (run() refuses it). */
+function usersSetting(raw: string | undefined, fallback: number): number {
+  const text = raw?.replaceAll("_", "").trim();
+  if (text === undefined || text === "") return fallback;
+  const n = Number(text);
+  return Number.isSafeInteger(n) && n >= 1 ? n : NaN;
+}
 
 interface Observed {
   manager: Manager;
@@ -128,6 +136,7 @@ const isReady = (u: DatabaseUser) => {
 };
 
 async function run(env: EnvironmentInfo): Promise<BenchResult> {
+  if (Number.isNaN(USERS)) throw new Error(`BENCH_DBU_USERS must be a positive whole number of DatabaseUsers, not ${process.env.BENCH_DBU_USERS}`);
   const own = await runInProcess(env);
   const peer = await comparePeer(env, USERS);
   if (peer.skipped) console.log(`  note: ${peer.skipped}`);

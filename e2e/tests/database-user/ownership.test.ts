@@ -67,6 +67,13 @@ describe("database-user: accounts it does not own", () => {
     await client.create(MYI, instance(ns, "db", { host: env.mysql.host, port: env.mysql.port, adminSecret: "db-admin" }));
   });
 
+  /** Deletes the DatabaseUser, waits until it is gone, and says what became of its account. */
+  const deleteUser = async (name: string, account: string): Promise<"dropped" | "kept"> => {
+    await client.delete(DBU, ns, name);
+    await waitGone(client, DBU, ns, name);
+    return (await accountExists(admin, account)) ? "kept" : "dropped";
+  };
+
   afterAll(async () => {
     await admin.end();
     await cleanUp(client, env.mysql, left);
@@ -118,9 +125,7 @@ describe("database-user: accounts it does not own", () => {
     expect(await tryLogin(env.mysql, name, "Old-Password-1")).toBe("ok");
     expect(await showGrants(admin, name)).toEqual(grantsBefore);
 
-    await client.delete(DBU, ns, "legacy");
-    await waitGone(client, DBU, ns, "legacy");
-    expect(await accountExists(admin, name)).toBe(true);
+    expect(await deleteUser("legacy", name)).toBe("kept");
     expect(await tryLogin(env.mysql, name, "Old-Password-1")).toBe("ok");
     expect((await eventsFor(client, ns, "legacy")).map((e) => e.reason)).toContain("AccountNotDropped");
   });
@@ -141,9 +146,7 @@ describe("database-user: accounts it does not own", () => {
     expect(await tryLogin(env.mysql, name, "Old-Password-2")).toBe("ER_ACCESS_DENIED_ERROR");
     expect(await showGrants(admin, name)).toEqual([`GRANT SELECT ON ${q(db.replaceAll("_", "\\_"))}.* TO ${q(name)}@\`%\``]);
 
-    await client.delete(DBU, ns, "adopted");
-    await waitGone(client, DBU, ns, "adopted");
-    expect(await accountExists(admin, name)).toBe(false);
+    expect(await deleteUser("adopted", name)).toBe("dropped");
   });
 
   it("keeps managing an account converged by a release without accountOrigin (upgrade), and drops it on delete", async () => {
@@ -162,9 +165,7 @@ describe("database-user: accounts it does not own", () => {
     const again = await waitReady(client, ns, "upgraded", 2);
     expect(again.status?.accountOrigin).toBe("Adopted");
     expect(await tryLogin(env.mysql, name, "Upgraded-1")).toBe("ok");
-    await client.delete(DBU, ns, "upgraded");
-    await waitGone(client, DBU, ns, "upgraded");
-    expect(await accountExists(admin, name)).toBe(false);
+    expect(await deleteUser("upgraded", name)).toBe("dropped");
   });
 
   it("records an account it created as Created, and drops it on delete", async () => {
@@ -173,9 +174,7 @@ describe("database-user: accounts it does not own", () => {
     await client.create(builtin.secret, secret(ns, "fresh", { password: "Fresh-Password-1" }));
     await client.create(DBU, databaseUser(ns, "fresh", { instanceRef: { name: "db" }, user: name, passwordSecretRef: { name: "fresh" }, grants: [] }));
     expect((await waitReady(client, ns, "fresh")).status?.accountOrigin).toBe("Created");
-    await client.delete(DBU, ns, "fresh");
-    await waitGone(client, DBU, ns, "fresh");
-    expect(await accountExists(admin, name)).toBe(false);
+    expect(await deleteUser("fresh", name)).toBe("dropped");
   });
 
   it("creates an account with 3 API writes: the finalizer with the creation claim, the status, the event", async () => {
@@ -252,9 +251,7 @@ describe("database-user: accounts it does not own", () => {
     expect(ready.status?.accountOrigin).toBe("Created");
     expect((await eventsFor(client, ns, "unrecorded")).map((e) => e.reason)).not.toContain("AccountExists");
     expect(await tryLogin(env.mysql, name, "Unrecorded-1")).toBe("ok");
-    await client.delete(DBU, ns, "unrecorded");
-    await waitGone(client, DBU, ns, "unrecorded");
-    expect(await accountExists(admin, name)).toBe(false);
+    expect(await deleteUser("unrecorded", name)).toBe("dropped");
   });
 
   it("claims nothing with a creation claim copied from another object: an existing account stays untouched and is not dropped", async () => {
@@ -269,9 +266,7 @@ describe("database-user: accounts it does not own", () => {
     await waitNotReady(client, ns, "copied", "AccountExists");
     await sleep(1_000);
     expect(await tryLogin(env.mysql, name, "Copied-Old-1")).toBe("ok");
-    await client.delete(DBU, ns, "copied");
-    await waitGone(client, DBU, ns, "copied");
-    expect(await accountExists(admin, name)).toBe(true);
+    expect(await deleteUser("copied", name)).toBe("kept");
     expect((await eventsFor(client, ns, "copied")).map((e) => e.reason)).toContain("AccountNotDropped");
   });
 });
