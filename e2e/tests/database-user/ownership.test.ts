@@ -193,7 +193,7 @@ describe("database-user: accounts it does not own", () => {
       .filter((r) => WRITE_VERBS.has(r.verb))
       // The fingerprint key's Secret is written once per operator, by whichever user needs it first.
       .filter((r) => !r.path.includes("/secrets"))
-      .map((r) => `${r.verb} ${r.path.replace(own, "<user>").replace(`/namespaces/${ns}/`, "/<ns>/")}`);
+      .map((r) => `${r.verb} ${r.path.replace(own, "/<user>").replace(`/namespaces/${ns}/`, "/<ns>/")}`);
     expect(writes).toEqual(["PATCH /apis/stateward.io/v1alpha1/<user>", "PUT /apis/stateward.io/v1alpha1/<user>/status", "POST /apis/events.k8s.io/v1/<ns>/events"]);
     expect(ready.metadata.annotations?.[ACCOUNT_CREATED_BY]).toBe(ready.metadata.uid);
     expect(ready.metadata.finalizers).toContain("stateward.io/drop-account");
