@@ -1,0 +1,206 @@
+// The archiving loop: stream from the archive's position, assemble whole
+// transactions, write and rotate files, and on any failure (connection lost,
+// a switchover, S3 down, a GTID gap) report it, keep what is complete, and
+// connect again — to whatever server `target()` names then — from what S3
+// holds. It runs until its signal aborts; nothing is uploaded after that (a
+// manager that lost leadership must not write: the new leader resumes from
+// the index).
+import { setTimeout as sleep } from "node:timers/promises";
+import { BackupError, messageOf } from "../errors.ts";
+import type { MySQLConnectionOptions } from "../engine/connection.ts";
+import { describeLocation, type BackupStore } from "../storage/s3.ts";
+import { ArchiveWriter, type ArchiveStorage, type RotationOptions } from "./archive-writer.ts";
+import { BinlogStream, currentBinlogPosition, type BinlogSource } from "./binlog-stream.ts";
+import { BinlogFormatError } from "./events.ts";
+import { formatPosition } from "./gtid.ts";
+import { TransactionAssembler } from "./transactions.ts";
+
+/** What the archive has done so far, for status and metrics. */
+export interface ArchiveProgress {
+  /** Whether a stream is open now. */
+  streaming: boolean;
+  /** The server streamed from now (or last). */
+  source?: BinlogSource;
+  /** GTID state after the last transaction in S3. */
+  archivedPosition: string;
+  /** The last GTID in S3 and its event time (ISO 8601). */
+  lastArchivedGtid?: string;
+  lastArchivedTime?: string;
+  /** Files the index lists. */
+  files: number;
+  /** Seconds since the oldest transaction received but not in S3 yet was written on the server; 0 when there is none. */
+  lagSeconds: number;
+  /** The failure that interrupted the stream last, until the next file is archived. */
+  error?: BackupError;
+}
+
+export interface BinlogArchiverOptions {
+  storage: ArchiveStorage;
+  /** The server to stream from, asked at every (re)connection: a cluster's primary of the moment. */
+  target: () => Promise<MySQLConnectionOptions>;
+  /** Announced as the replica's server id (see BinlogStreamOptions.serverId). */
+  serverId: number;
+  rotation?: RotationOptions;
+  heartbeatMs?: number;
+  /**
+   * Waits between attempts after a failure, doubling from `initialMs` to
+   * `maxMs`. Defaults to 1 000 ms and 60 000 ms: a switchover is over in
+   * seconds, and a lasting fault (a GTID gap) is retried once a minute.
+   */
+  retry?: { initialMs?: number; maxMs?: number };
+  signal: AbortSignal;
+  /** Called when the progress changes (connected, a file archived, a failure). */
+  onProgress?: (progress: ArchiveProgress) => void;
+  now?: () => number;
+}
+
+/** Archive storage in a folder of S3 (keys relative to it). */
+export function archiveStorage(store: BackupStore): ArchiveStorage {
+  return {
+    put: (key, body, contentType) => store.bucket.putBytes(store.key(key), body, contentType),
+    async get(key) {
+      try {
+        return await store.bucket.getBytes(store.key(key), 256 * 1024 * 1024);
+      } catch (err) {
+        if (err instanceof BackupError && err.reason === "ObjectNotFound") return undefined;
+        throw err;
+      }
+    },
+  };
+}
+
+/** Failures that a reconnection at once would only meet again. */
+const LASTING_FAULTS = new Set(["GtidGap", "GtidDuplicate", "InvalidBinlog", "BinlogUnavailable", "DatabaseAccessDenied", "StorageAccessDenied", "BucketNotFound", "InvalidArchiveIndex"]);
+
+function asBackupError(err: unknown): BackupError {
+  if (err instanceof BackupError) return err;
+  if (err instanceof BinlogFormatError) return new BackupError("InvalidBinlog", err.message, { retryable: true });
+  return new BackupError("DatabaseError", messageOf(err), { cause: err });
+}
+
+export class BinlogArchiver {
+  private writer: ArchiveWriter | undefined;
+  private source: BinlogSource | undefined;
+  private streaming = false;
+  private error: BackupError | undefined;
+  private readonly now: () => number;
+  private readonly options: BinlogArchiverOptions;
+
+  constructor(options: BinlogArchiverOptions) {
+    this.options = options;
+    this.now = options.now ?? Date.now;
+  }
+
+  progress(): ArchiveProgress {
+    const index = this.writer?.index;
+    const last = index?.files.at(-1);
+    const pending = this.writer?.oldestPendingTimestamp;
+    return {
+      streaming: this.streaming,
+      ...(this.source ? { source: this.source } : {}),
+      archivedPosition: this.writer ? formatPosition(this.writer.archivedPosition) : "",
+      ...(last ? { lastArchivedGtid: last.lastGtid, lastArchivedTime: last.lastEventTime } : {}),
+      files: index?.files.length ?? 0,
+      lagSeconds: pending === undefined ? 0 : Math.max(0, Math.round(this.now() / 1000 - pending)),
+      ...(this.error ? { error: this.error } : {}),
+    };
+  }
+
+  private report(): void {
+    this.options.onProgress?.(this.progress());
+  }
+
+  /** Runs until the signal aborts; failures are reported through onProgress and retried. */
+  async run(): Promise<void> {
+    const { signal } = this.options;
+    const initialMs = this.options.retry?.initialMs ?? 1_000;
+    const maxMs = this.options.retry?.maxMs ?? 60_000;
+    let wait = initialMs;
+    while (!signal.aborted) {
+      let connected = false;
+      try {
+        this.writer ??= await ArchiveWriter.open(this.options.storage, async () => currentBinlogPosition(await this.options.target()), this.options.rotation, this.now);
+        await this.streamOnce(this.writer, () => (connected = true));
+      } catch (err) {
+        if (signal.aborted) break;
+        this.error = asBackupError(err);
+      }
+      this.streaming = false;
+      if (signal.aborted) break;
+      this.report();
+      // A stream that ran and broke (a switchover, a restarted server) is retried at once; a fault that
+      // stays (a gap, a refused login, S3 down) waits longer each time.
+      const lasting = this.error !== undefined && LASTING_FAULTS.has(this.error.reason);
+      wait = connected && !lasting ? initialMs : Math.min(wait * 2, maxMs);
+      await sleep(wait, undefined, { signal }).catch(() => undefined);
+    }
+    this.writer?.discard();
+    this.streaming = false;
+  }
+
+  /** One connection's stream, until it fails. */
+  private async streamOnce(writer: ArchiveWriter, onConnected: () => void): Promise<never> {
+    const { signal } = this.options;
+    writer.discard();
+    const target = await this.options.target();
+    const stream = await BinlogStream.open({
+      connection: target,
+      serverId: this.options.serverId,
+      position: formatPosition(writer.archivedPosition),
+      ...(this.options.heartbeatMs !== undefined ? { heartbeatMs: this.options.heartbeatMs } : {}),
+      signal,
+    });
+    this.source = stream.source;
+    this.streaming = true;
+    onConnected();
+    this.report();
+    const assembler = new TransactionAssembler();
+    let pending: ReturnType<BinlogStream["next"]> | undefined;
+    try {
+      for (;;) {
+        pending ??= stream.next();
+        const due = writer.dueAt;
+        const outcome = await (due === undefined
+          ? pending.then((event) => ({ event }))
+          : Promise.race([pending.then((event) => ({ event })), sleep(Math.max(0, due - this.now()), "due" as const, { ref: false })]));
+        if (outcome === "due") {
+          await this.archive(() => writer.rotateIfDue());
+          continue;
+        }
+        pending = undefined;
+        const { event } = outcome;
+        if (!event) throw new BackupError("ConnectionLost", `${stream.source.endpoint} ended the binlog stream`, { retryable: true });
+        const item = assembler.push(event);
+        if (item.kind === "transaction") {
+          await this.archive(() => writer.append(item.transaction, stream.source));
+        } else if (item.kind === "heartbeat") {
+          await this.archive(() => writer.rotateIfDue());
+        }
+      }
+    } catch (err) {
+      pending?.catch(() => undefined);
+      stream.close();
+      if (signal.aborted) throw err;
+      // What is open holds whole, checked transactions: keep it.
+      await this.archive(() => writer.flush()).catch(() => writer.discard());
+      throw err;
+    } finally {
+      stream.close();
+    }
+  }
+
+  /** Runs a writer step; reports progress when it archived a file. */
+  private async archive(step: () => Promise<unknown>): Promise<void> {
+    const files = this.writer?.index.files.length;
+    await step();
+    if (this.writer?.index.files.length !== files) {
+      this.error = undefined;
+      this.report();
+    }
+  }
+}
+
+/** `s3://bucket/folder/`, for status. */
+export function archiveLocation(store: BackupStore): string {
+  return describeLocation(store.bucket.bucket, store.folder);
+}
