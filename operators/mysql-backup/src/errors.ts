@@ -59,7 +59,9 @@ export type BackupFailureReason =
   /** A binlog stream broke the format (a checksum, a transaction without its end). */
   | "InvalidBinlog"
   /** A binlog archive's index.json cannot be read. */
-  | "InvalidArchiveIndex";
+  | "InvalidArchiveIndex"
+  /** The server a binlog stream follows is not the primary any more (a switchover): the stream moves to the new one. */
+  | "PrimaryChanged";
 
 export interface BackupErrorOptions {
   /**

@@ -100,7 +100,8 @@ describe("ArchiveWriter", () => {
     const storage = new MemoryStorage();
     const writer = await ArchiveWriter.open(storage, startAt("0-7-10"));
     await writer.append(tx(11), source);
-    await expect(writer.append(tx(13), source)).rejects.toMatchObject({ reason: "GtidGap", message: expect.stringMatching(/0-7-13 after 0-7-11; sequence number 12 is missing/) });
+    await expect(writer.append(tx(13), source)).rejects.toMatchObject({ reason: "GtidGap" });
+    await expect(writer.append(tx(13), source)).rejects.toThrow(/0-7-13 after 0-7-11; sequence number 12 is missing/);
     await expect(writer.append(tx(11, undefined, 8), source)).rejects.toMatchObject({ reason: "GtidDuplicate" });
     await writer.append(tx(12), source);
     const entry = await writer.flush();

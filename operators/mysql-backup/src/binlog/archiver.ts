@@ -10,7 +10,7 @@ import { BackupError, messageOf } from "../errors.ts";
 import type { MySQLConnectionOptions } from "../engine/connection.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
 import { ArchiveWriter, type ArchiveStorage, type RotationOptions } from "./archive-writer.ts";
-import { BinlogStream, currentBinlogPosition, type BinlogSource } from "./binlog-stream.ts";
+import { BinlogStream, currentBinlogPosition, serverIdAt, type BinlogSource } from "./binlog-stream.ts";
 import { BinlogFormatError } from "./events.ts";
 import { formatPosition } from "./gtid.ts";
 import { TransactionAssembler } from "./transactions.ts";
@@ -21,6 +21,8 @@ export interface ArchiveProgress {
   streaming: boolean;
   /** The server streamed from now (or last). */
   source?: BinlogSource;
+  /** GTID state where the archive begins (undefined until its index was read). */
+  startPosition?: string;
   /** GTID state after the last transaction in S3. */
   archivedPosition: string;
   /** The last GTID in S3 and its event time (ISO 8601). */
@@ -42,6 +44,15 @@ export interface BinlogArchiverOptions {
   serverId: number;
   rotation?: RotationOptions;
   heartbeatMs?: number;
+  /**
+   * How often to check that `target()` still reaches the server the stream
+   * comes from. Defaults to 10 000 ms. A switchover leaves the old primary
+   * streaming (as a replica it logs the new primary's transactions too), but
+   * the archive follows the primary: when `target()` (a cluster's primary
+   * Service) reaches another server, the stream reconnects there, from what S3
+   * holds, so nothing is skipped or doubled.
+   */
+  primaryCheckMs?: number;
   /**
    * Waits between attempts after a failure, doubling from `initialMs` to
    * `maxMs`. Defaults to 1 000 ms and 60 000 ms: a switchover is over in
@@ -98,6 +109,7 @@ export class BinlogArchiver {
     return {
       streaming: this.streaming,
       ...(this.source ? { source: this.source } : {}),
+      ...(index ? { startPosition: index.startPosition } : {}),
       archivedPosition: this.writer ? formatPosition(this.writer.archivedPosition) : "",
       ...(last ? { lastArchivedGtid: last.lastGtid, lastArchivedTime: last.lastEventTime } : {}),
       files: index?.files.length ?? 0,
@@ -123,7 +135,9 @@ export class BinlogArchiver {
         await this.streamOnce(this.writer, () => (connected = true));
       } catch (err) {
         if (signal.aborted) break;
-        this.error = asBackupError(err);
+        const failure = asBackupError(err);
+        // Following the primary is not a failure.
+        if (failure.reason !== "PrimaryChanged") this.error = failure;
       }
       this.streaming = false;
       if (signal.aborted) break;
@@ -155,6 +169,21 @@ export class BinlogArchiver {
     onConnected();
     this.report();
     const assembler = new TransactionAssembler();
+    const checker = setInterval(() => {
+      this.options
+        .target()
+        .then(serverIdAt)
+        .then((id) => {
+          if (id !== stream.source.serverId) {
+            stream.abort(
+              new BackupError("PrimaryChanged", `the primary moved from server ${stream.source.serverId} to server ${id}; the stream follows it`, { retryable: true }),
+            );
+          }
+        })
+        // Unreachable for a moment (a failover under way): the stream itself says when it breaks.
+        .catch(() => undefined);
+    }, this.options.primaryCheckMs ?? 10_000);
+    checker.unref();
     let pending: ReturnType<BinlogStream["next"]> | undefined;
     try {
       for (;;) {
@@ -185,6 +214,7 @@ export class BinlogArchiver {
       await this.archive(() => writer.flush()).catch(() => writer.discard());
       throw err;
     } finally {
+      clearInterval(checker);
       stream.close();
     }
   }

@@ -79,6 +79,17 @@ async function openSource(connection: MySQLConnectionOptions): Promise<{ session
   }
 }
 
+/** The @@server_id of the server `connection` reaches now (a Service's target changes with the primary). */
+export async function serverIdAt(connection: MySQLConnectionOptions): Promise<number> {
+  const session = await MySQLSession.open(connection);
+  try {
+    const [row] = await session.query<{ serverId: string | number }>("SELECT @@server_id AS serverId", [], "read the server id");
+    return Number(row?.serverId);
+  } finally {
+    await session.close();
+  }
+}
+
 /** The server's @@gtid_binlog_pos: where a new archive starts (its first transaction is the next one). */
 export async function currentBinlogPosition(connection: MySQLConnectionOptions): Promise<string> {
   const { session } = await openSource(connection);
@@ -171,6 +182,11 @@ export class BinlogStream implements AsyncIterable<BinlogEvent> {
       (this.session.raw as unknown as RawConnection).pause();
     }
     this.notify();
+  }
+
+  /** Ends the stream with `err` (what next() throws once the events received are read). */
+  abort(err: BackupError): void {
+    this.fail(err);
   }
 
   private fail(err: Error): void {
