@@ -12,8 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import mysql from "mysql2/promise";
-import { Manager, builtin, captureLogs, findCondition, type KubeObject } from "@stateward/core";
-import { MySQLInstanceKind } from "@stateward/mysql";
+import { Manager, captureLogs, findCondition } from "@stateward/core";
 import {
   BackupStore,
   BinlogArchiver,
@@ -30,6 +29,7 @@ import {
 } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
+import { createBackupPrerequisites } from "../../support/backup-setup.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -276,15 +276,7 @@ describe("MySQLBinlogArchive through Kubernetes", () => {
       createMySQLBackupOperator(),
     );
     await manager.start();
-    await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: source.user, password: source.password } } as KubeObject);
-    await client.create(builtin.secret, {
-      metadata: { name: "s3-creds", namespace: ns },
-      stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
-    } as KubeObject);
-    await client.create(MySQLInstanceKind.resource, {
-      apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
-      spec: { host: source.host, port: source.port, adminSecretRef: { name: "mysql-admin" } },
-    } as KubeObject);
+    await createBackupPrerequisites(client, ns, env, source);
   }, 180_000);
 
   afterAll(async () => {

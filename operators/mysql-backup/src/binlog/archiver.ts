@@ -11,7 +11,7 @@ import type { MySQLConnectionOptions } from "../engine/connection.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
 import { ArchiveWriter, type ArchiveStorage, type RotationOptions } from "./archive-writer.ts";
 import { BinlogStream, currentBinlogPosition, serverIdAt, type BinlogSource } from "./binlog-stream.ts";
-import { BinlogFormatError } from "./events.ts";
+import { BinlogFormatError, type BinlogEvent } from "./events.ts";
 import { formatPosition } from "./gtid.ts";
 import { TransactionAssembler } from "./transactions.ts";
 
@@ -184,19 +184,35 @@ export class BinlogArchiver {
         .catch(() => undefined);
     }, this.options.primaryCheckMs ?? 10_000);
     checker.unref();
-    let pending: ReturnType<BinlogStream["next"]> | undefined;
+    // The next event, as a promise that never rejects: it may stay pending across turns of the
+    // loop (the rotation timer won), and a rejection nobody awaits would take the process down.
+    let pending: Promise<{ event: BinlogEvent | undefined } | { error: unknown }> | undefined;
+    // One timer per rotation due time, not one per event.
+    let rotation: { at: number; fired: Promise<"due" | "cancelled">; cancel: AbortController } | undefined;
     try {
       for (;;) {
-        pending ??= stream.next();
+        pending ??= stream.next().then(
+          (event) => ({ event }),
+          (error: unknown) => ({ error }),
+        );
         const due = writer.dueAt;
-        const outcome = await (due === undefined
-          ? pending.then((event) => ({ event }))
-          : Promise.race([pending.then((event) => ({ event })), sleep(Math.max(0, due - this.now()), "due" as const, { ref: false })]));
-        if (outcome === "due") {
+        if (rotation && rotation.at !== due) {
+          rotation.cancel.abort();
+          rotation = undefined;
+        }
+        if (!rotation && due !== undefined) {
+          const cancel = new AbortController();
+          const fired = sleep(Math.max(0, due - this.now()), "due" as const, { ref: false, signal: cancel.signal }).catch(() => "cancelled" as const);
+          rotation = { at: due, fired, cancel };
+        }
+        const outcome = await (rotation ? Promise.race([pending, rotation.fired]) : pending);
+        if (outcome === "due" || outcome === "cancelled") {
+          rotation = undefined;
           await this.archive(() => writer.rotateIfDue());
           continue;
         }
         pending = undefined;
+        if ("error" in outcome) throw outcome.error;
         const { event } = outcome;
         if (!event) throw new BackupError("ConnectionLost", `${stream.source.endpoint} ended the binlog stream`, { retryable: true });
         const item = assembler.push(event);
@@ -207,7 +223,7 @@ export class BinlogArchiver {
         }
       }
     } catch (err) {
-      pending?.catch(() => undefined);
+      rotation?.cancel.abort();
       stream.close();
       if (signal.aborted) throw err;
       // What is open holds whole, checked transactions: keep it.
