@@ -233,7 +233,7 @@ describe("the binlog archiver", () => {
       }
     };
     const original = await checksums(source);
-    expect(original.count).toBe(288);
+    expect(original.count).toBe(294);
     expect(await checksums(replay)).toEqual(original);
   }, 180_000);
 
@@ -330,5 +330,93 @@ describe("MySQLBinlogArchive through Kubernetes", () => {
     const index = parseArchiveIndex(await getObject(`binlog-archive-test/${suffix}/${ns}/orders/index.json`));
     // The archive stays in S3 (it is what a restore reads); nothing after the deletion went into it.
     expect(index.position).toBe(end);
+  }, 180_000);
+});
+
+describe("the binlog archiver across a switchover", () => {
+  const db = `sw_archive_sw_${suffix}`;
+  let replica: MariaDBEndpoint & { pid: number };
+
+  beforeAll(async () => {
+    replica = await startMariaDB({ dir: join(dir, "replica"), args: ["--log-bin=mysql-bin", "--server-id=3", "--binlog-format=ROW", "--log-slave-updates"] });
+  }, 120_000);
+
+  afterAll(() => {
+    try {
+      if (replica) process.kill(replica.pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  });
+
+  it("follows the new primary: the archive goes on after the last GTID of the old one, without gap or duplicate", async () => {
+    const prefix = `binlog-archive-test/${suffix}/switchover`;
+    const primary = await connect(source);
+    const standby = await connect(replica);
+    // The replica starts where the primary is now, as a cluster's replica would after its seeding.
+    await standby.query("SET GLOBAL gtid_slave_pos = ?", [await binlogPosition(source)]);
+    await standby.query("CHANGE MASTER TO master_host = ?, master_port = ?, master_user = ?, master_password = ?, master_use_gtid = slave_pos", [
+      source.host, source.port, source.user, source.password,
+    ]);
+    await standby.query("START SLAVE");
+    let target: MariaDBEndpoint = source;
+    const controller = new AbortController();
+    const reports: ArchiveProgress[] = [];
+    const store = new BackupStore({ ...s3Options, bucket: env.s3.bucket, prefix });
+    const archiver = new BinlogArchiver({
+      storage: archiveStorage(store),
+      target: () => Promise.resolve(login(target)),
+      serverId: 4_000_000_124,
+      rotation: { maxFileAgeMs: 1_500 },
+      heartbeatMs: 1_000,
+      primaryCheckMs: 500,
+      retry: { initialMs: 200, maxMs: 2_000 },
+      signal: controller.signal,
+      onProgress: (p) => reports.push(p),
+    });
+    const done = archiver.run();
+    try {
+      await waitFor("the stream to start", () => reports.find((p) => p.streaming), 30_000);
+      const start = archiver.progress().archivedPosition;
+      await primary.query(`CREATE DATABASE ${db}`);
+      await primary.query(`CREATE TABLE ${db}.t (id INT PRIMARY KEY, at VARCHAR(16)) ENGINE=InnoDB`);
+      for (let i = 1; i <= 30; i++) await primary.query(`INSERT INTO ${db}.t VALUES (?, 'old primary')`, [i]);
+      // A planned switchover: the old primary stops taking writes, the replica catches up and takes over.
+      await primary.query("SET GLOBAL read_only = 1");
+      const handover = await binlogPosition(source);
+      await waitFor("the replica to catch up", async () => {
+        const [rows] = await standby.query<mysql.RowDataPacket[]>("SELECT @@gtid_slave_pos AS p");
+        return rows[0]?.p === handover || undefined;
+      }, 30_000, 100);
+      await standby.query("STOP SLAVE");
+      await standby.query("RESET SLAVE ALL");
+      target = replica;
+      for (let i = 31; i <= 60; i++) await standby.query(`INSERT INTO ${db}.t VALUES (?, 'new primary')`, [i]);
+      const end = await binlogPosition(replica);
+      await waitFor("the archive to hold the new primary's position", () => (archiver.progress().archivedPosition === end ? true : undefined), 60_000, 200);
+
+      const archive = await download(prefix, mkdtempSync(join(dir, "download-")));
+      const first = Number(start.split("-")[2]);
+      const last = Number(end.split("-")[2]);
+      const handoverSeq = Number(handover.split("-")[2]);
+      // Numbered on, one by one, by the old primary up to the handover and by the new one after it.
+      expect(archive.gtids).toEqual([
+        ...Array.from({ length: handoverSeq - first }, (_, i) => `0-1-${first + 1 + i}`),
+        ...Array.from({ length: last - handoverSeq }, (_, i) => `0-3-${handoverSeq + 1 + i}`),
+      ]);
+      expect(archive.index.files.at(-1)).toMatchObject({ serverId: 3, source: `${replica.host}:${replica.port}`, lastGtid: `0-3-${last}` });
+      expect(new Set(archive.index.files.map((f) => f.serverId))).toEqual(new Set([SOURCE_SERVER_ID, 3]));
+      // A switchover is not an error.
+      expect(reports.filter((p) => p.error)).toEqual([]);
+      const { stdout } = await run("mariadb-binlog", archive.paths, { maxBuffer: 64 * 1024 * 1024 });
+      expect([...stdout.matchAll(/\tGTID (\d+-\d+-\d+)/g)].map((m) => m[1])).toEqual(archive.gtids);
+    } finally {
+      controller.abort();
+      await done;
+      store.destroy();
+      await primary.query("SET GLOBAL read_only = 0");
+      await primary.end();
+      await standby.end();
+    }
   }, 180_000);
 });
