@@ -42,6 +42,33 @@ export function defaultServerId(namespace: string, name: string): number {
   return 4_000_000_000 + (hash % 294_967_295);
 }
 
+/** "server 1001 at host:3306" */
+function sourceOf(p: ArchiveProgress): string | undefined {
+  return p.source ? `server ${p.source.serverId} at ${p.source.endpoint}` : undefined;
+}
+
+/** The status fields and the Ready condition that an archive's progress makes. */
+export function archiveStatus(p: ArchiveProgress, location: string): { fields: Record<string, unknown>; ready: { status: "True" | "False"; reason: string; message: string } } {
+  const source = sourceOf(p);
+  const ready = p.error
+    ? { status: "False" as const, reason: p.error.reason, message: `${p.error.message}; retrying` }
+    : p.streaming
+      ? { status: "True" as const, reason: "Archiving", message: `Streaming from ${source ?? "the server"}; archived up to "${p.archivedPosition}"` }
+      : { status: "False" as const, reason: "Connecting", message: "Connecting to the server" };
+  return {
+    fields: {
+      location,
+      ...(p.startPosition !== undefined ? { startPosition: p.startPosition } : {}),
+      archivedPosition: p.archivedPosition,
+      ...(p.lastArchivedGtid ? { lastArchivedGtid: p.lastArchivedGtid, lastArchivedTime: p.lastArchivedTime } : {}),
+      lagSeconds: p.lagSeconds,
+      files: p.files,
+      ...(source ? { source } : {}),
+    },
+    ready,
+  };
+}
+
 export class BinlogArchiveReconciler implements Reconciler {
   private readonly d: BinlogArchiveDeps;
   /** The generation each running task was started for. */
@@ -119,7 +146,7 @@ export class BinlogArchiveReconciler implements Reconciler {
       if (signal.aborted) return;
       writing = writing.then(async () => {
         if (signal.aborted) return;
-        const source = p.source ? `server ${p.source.serverId} at ${p.source.endpoint}` : undefined;
+        const source = sourceOf(p);
         if (p.streaming && source && source !== lastSource) {
           lastSource = source;
           await this.d.events.record(archive, "Normal", "Streaming", `Archiving the binary log of ${source} after GTID position "${p.archivedPosition}" to ${location}`);
@@ -130,20 +157,8 @@ export class BinlogArchiveReconciler implements Reconciler {
         }
         lastError = errorKey;
         this.lag.set({ namespace: ns, name }, p.lagSeconds);
-        const ready = p.error
-          ? { status: "False" as const, reason: p.error.reason, message: `${p.error.message}; retrying` }
-          : p.streaming
-            ? { status: "True" as const, reason: "Archiving", message: `Streaming from ${source ?? "the server"}; archived up to "${p.archivedPosition}"` }
-            : { status: "False" as const, reason: "Connecting", message: "Connecting to the server" };
-        await writeRunStatus(this.d.client, MySQLBinlogArchiveKind.resource, ns, name, {
-          location,
-          ...(p.startPosition !== undefined ? { startPosition: p.startPosition } : {}),
-          archivedPosition: p.archivedPosition,
-          ...(p.lastArchivedGtid ? { lastArchivedGtid: p.lastArchivedGtid, lastArchivedTime: p.lastArchivedTime } : {}),
-          lagSeconds: p.lagSeconds,
-          files: p.files,
-          ...(source ? { source } : {}),
-        }, ready);
+        const { fields, ready } = archiveStatus(p, location);
+        await writeRunStatus(this.d.client, MySQLBinlogArchiveKind.resource, ns, name, fields, ready);
       }).catch((err: unknown) => ctx.log.warn("could not write the binlog archive's status", { archive: `${ns}/${name}`, err: describeFailure(err).message }));
     };
 
