@@ -50,6 +50,25 @@ interface RawConnection {
 }
 
 /**
+ * What the server said about itself, checked: MariaDB (MySQL's
+ * COM_BINLOG_DUMP_GTID is not implemented yet), binary log on.
+ * @throws BackupError BinlogUnavailable naming what is missing.
+ */
+export function checkSource(endpoint: string, row: { version: string; serverId: string | number; logBin: string | number }): BinlogSource {
+  const version = String(row.version);
+  if (flavorOf(version) !== "MariaDB") {
+    throw new BackupError(
+      "BinlogUnavailable",
+      `${endpoint} is a MySQL server (${version}): binlog archiving supports MariaDB only for now (MySQL's GTID dump, COM_BINLOG_DUMP_GTID, is not implemented)`,
+    );
+  }
+  if (Number(row.logBin) !== 1) {
+    throw new BackupError("BinlogUnavailable", `${endpoint} has its binary log off (log_bin): there is nothing to archive; start the server with --log-bin`);
+  }
+  return { endpoint, serverId: Number(row.serverId), version };
+}
+
+/**
  * Opens a session and checks the server can stream its binary log by GTID:
  * MariaDB (MySQL's COM_BINLOG_DUMP_GTID is not implemented yet), binary log on.
  * @throws BackupError BinlogUnavailable for a server that cannot, DatabaseUnreachable / DatabaseAccessDenied.
@@ -62,17 +81,7 @@ async function openSource(connection: MySQLConnectionOptions): Promise<{ session
       [],
       "read the server's version and binary log settings",
     );
-    const version = String(row?.version ?? "");
-    if (flavorOf(version) !== "MariaDB") {
-      throw new BackupError(
-        "BinlogUnavailable",
-        `${session.endpoint} is a MySQL server (${version}): binlog archiving supports MariaDB only for now (MySQL's GTID dump, COM_BINLOG_DUMP_GTID, is not implemented)`,
-      );
-    }
-    if (Number(row?.logBin) !== 1) {
-      throw new BackupError("BinlogUnavailable", `${session.endpoint} has its binary log off (log_bin): there is nothing to archive; start the server with --log-bin`);
-    }
-    return { session, source: { endpoint: session.endpoint, serverId: Number(row?.serverId), version } };
+    return { session, source: checkSource(session.endpoint, row ?? { version: "", serverId: 0, logBin: 0 }) };
   } catch (err) {
     session.destroy();
     throw err;
