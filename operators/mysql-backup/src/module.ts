@@ -69,7 +69,7 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
         },
       }));
       // An archive's stream runs as a background task beside the reconciles (BackgroundTasks: stopped on shutdown and on leadership loss).
-      const archiveDeps = { ...mysqlControllerDeps, tasks: Tokens.BackgroundTasks, metrics: Tokens.Metrics };
+      const archiveDeps = { ...mysqlControllerDeps, tasks: Tokens.BackgroundTasks, metrics: Tokens.Metrics, leadership: Tokens.Leadership };
       bindResolved(bind, Tokens.ControllerSetup, archiveDeps, ({ events, ...deps }) => ({
         setup: (builder) => {
           builder

@@ -53,7 +53,7 @@ const startAt = (position: string) => () => Promise.resolve(position);
 describe("ArchiveWriter", () => {
   it("starts an archive at the server's position and writes the index at once", async () => {
     const storage = new MemoryStorage();
-    await ArchiveWriter.open(storage, startAt("0-7-2"), {}, () => Date.UTC(2026, 0, 1));
+    await ArchiveWriter.open(storage, startAt("0-7-2"), { now: () => Date.UTC(2026, 0, 1) });
     expect(storage.index()).toMatchObject({ startPosition: "0-7-2", position: "0-7-2", files: [], createdAt: "2026-01-01T00:00:00.000Z" });
   });
 
@@ -129,7 +129,7 @@ describe("ArchiveWriter", () => {
   it("rotates by age", async () => {
     let now = 1_000_000;
     const storage = new MemoryStorage();
-    const writer = await ArchiveWriter.open(storage, startAt("0-7-0"), { maxFileAgeMs: 60_000 }, () => now);
+    const writer = await ArchiveWriter.open(storage, startAt("0-7-0"), { maxFileAgeMs: 60_000, now: () => now });
     await writer.append(tx(1), source);
     expect(writer.dueAt).toBe(now + 60_000);
     now += 59_999;
@@ -180,6 +180,19 @@ describe("ArchiveWriter", () => {
     await writer.append(tx(1), source);
     await writer.flush();
     expect(storage.index().files).toHaveLength(1);
+  });
+});
+
+describe("a stopped ArchiveWriter", () => {
+  it("stores nothing more once its signal aborted: neither the file nor the index", async () => {
+    const storage = new MemoryStorage();
+    const stop = new AbortController();
+    const writer = await ArchiveWriter.open(storage, startAt("0-7-0"), { signal: stop.signal });
+    await writer.append(tx(1), source);
+    stop.abort(new Error("this manager lost leadership"));
+    await expect(writer.flush()).rejects.toThrow("this manager lost leadership");
+    expect([...storage.objects.keys()]).toEqual([archiveIndexFileName]);
+    expect(storage.index().files).toEqual([]);
   });
 });
 

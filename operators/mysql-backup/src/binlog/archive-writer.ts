@@ -24,7 +24,8 @@ import type { Transaction } from "./transactions.ts";
 
 /** Where the archive's objects go; keys are relative to the archive's folder. */
 export interface ArchiveStorage {
-  put(key: string, body: Buffer, contentType: string): Promise<void>;
+  /** Stores an object; with `signal`, an upload under way when it aborts is cancelled. */
+  put(key: string, body: Buffer, contentType: string, signal?: AbortSignal): Promise<void>;
   /** The object's bytes, or undefined when there is none. */
   get(key: string): Promise<Buffer | undefined>;
 }
@@ -43,6 +44,13 @@ export interface RotationOptions {
    * point), at 1440 objects a day under a steady trickle of writes.
    */
   maxFileAgeMs?: number;
+}
+
+export interface ArchiveWriterOptions extends RotationOptions {
+  /** The clock (ms since the epoch). Defaults to Date.now. */
+  now?: () => number;
+  /** Aborts uploads under way and refuses new ones: a stopped archive (a lost leadership) stores nothing more. */
+  signal?: AbortSignal;
 }
 
 export const defaultMaxFileBytes = 64 * 1024 * 1024;
@@ -82,10 +90,13 @@ export class ArchiveWriter {
 
   private readonly storage: ArchiveStorage;
   private readonly now: () => number;
+  private readonly signal: AbortSignal | undefined;
 
-  private constructor(storage: ArchiveStorage, index: ArchiveIndex, rotation: RotationOptions, now: () => number) {
+  private constructor(storage: ArchiveStorage, index: ArchiveIndex, options: ArchiveWriterOptions) {
     this.storage = storage;
-    this.now = now;
+    this.now = options.now ?? Date.now;
+    this.signal = options.signal;
+    const rotation = options;
     this.indexState = index;
     this.archived = parsePosition(index.position);
     this.maxFileBytes = rotation.maxFileBytes ?? defaultMaxFileBytes;
@@ -97,21 +108,18 @@ export class ArchiveWriter {
    * `startPosition()` (asked only when there is no index yet; the new index
    * is written at once, so a restart resumes there, not at a later position).
    */
-  static async open(
-    storage: ArchiveStorage,
-    startPosition: () => Promise<string>,
-    rotation: RotationOptions = {},
-    now: () => number = Date.now,
-  ): Promise<ArchiveWriter> {
+  static async open(storage: ArchiveStorage, startPosition: () => Promise<string>, options: ArchiveWriterOptions = {}): Promise<ArchiveWriter> {
+    const now = options.now ?? Date.now;
     const bytes = await storage.get(archiveIndexFileName);
     let index: ArchiveIndex;
     if (bytes) {
       index = parseArchiveIndex(bytes);
     } else {
       index = newArchiveIndex(formatPosition(parsePosition(await startPosition())), new Date(now()));
-      await storage.put(archiveIndexFileName, indexBytes(index), "application/json");
+      options.signal?.throwIfAborted();
+      await storage.put(archiveIndexFileName, indexBytes(index), "application/json", options.signal);
     }
-    return new ArchiveWriter(storage, index, rotation, now);
+    return new ArchiveWriter(storage, index, options);
   }
 
   /** The index as last uploaded. */
@@ -203,14 +211,16 @@ export class ArchiveWriter {
       source: file.source.endpoint,
       serverVersion: file.format.serverVersion,
     };
-    await this.storage.put(entry.key, body, "application/octet-stream");
+    this.signal?.throwIfAborted();
+    await this.storage.put(entry.key, body, "application/octet-stream", this.signal);
+    this.signal?.throwIfAborted();
     const index: ArchiveIndex = {
       ...this.indexState,
       updatedAt: new Date(this.now()).toISOString(),
       position: entry.endPosition,
       files: [...this.indexState.files, entry],
     };
-    await this.storage.put(archiveIndexFileName, indexBytes(index), "application/json");
+    await this.storage.put(archiveIndexFileName, indexBytes(index), "application/json", this.signal);
     this.indexState = index;
     this.archived = file.position;
     return entry;

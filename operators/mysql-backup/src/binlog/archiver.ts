@@ -68,7 +68,7 @@ export interface BinlogArchiverOptions {
 /** Archive storage in a folder of S3 (keys relative to it). */
 export function archiveStorage(store: BackupStore): ArchiveStorage {
   return {
-    put: (key, body, contentType) => store.bucket.putBytes(store.key(key), body, contentType),
+    put: (key, body, contentType, signal) => store.bucket.putBytes(store.key(key), body, contentType, signal),
     async get(key) {
       try {
         return await store.bucket.getBytes(store.key(key), 256 * 1024 * 1024);
@@ -131,7 +131,11 @@ export class BinlogArchiver {
     while (!signal.aborted) {
       let connected = false;
       try {
-        this.writer ??= await ArchiveWriter.open(this.options.storage, async () => currentBinlogPosition(await this.options.target()), this.options.rotation, this.now);
+        this.writer ??= await ArchiveWriter.open(this.options.storage, async () => currentBinlogPosition(await this.options.target()), {
+          ...this.options.rotation,
+          now: this.now,
+          signal,
+        });
         await this.streamOnce(this.writer, () => (connected = true));
       } catch (err) {
         if (signal.aborted) break;

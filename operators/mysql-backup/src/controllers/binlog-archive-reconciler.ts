@@ -8,7 +8,22 @@
 // the archiver resumes from the index in S3: nothing the old leader had not
 // uploaded is lost (it is still in the server's binlog), nothing is doubled.
 import { createHash } from "node:crypto";
-import { LeadershipLostError, isBeingDeleted, type BackgroundTasks, type Cache, type EventRecorder, type KubeClient, type Metrics, type ObjectGauge, type ReconcileContext, type Reconciler, type Request, type Result } from "@stateward/core";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  LeadershipLostError,
+  isBeingDeleted,
+  type BackgroundTasks,
+  type Cache,
+  type EventRecorder,
+  type KubeClient,
+  type Leadership,
+  type Metrics,
+  type ObjectGauge,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "@stateward/core";
 import { MySQLInstanceKind, type MySQLConnector, type MySQLInstance, type SecretReader } from "@stateward/mysql";
 import { MySQLBinlogArchiveKind, type MySQLBinlogArchive } from "../api.ts";
 import { BinlogArchiver, archiveLocation, archiveStorage, type ArchiveProgress } from "../binlog/index.ts";
@@ -27,6 +42,8 @@ export interface BinlogArchiveDeps {
   connector: MySQLConnector;
   secrets: SecretReader;
   metrics: Metrics;
+  /** Fences a new leader's first stream: the previous leader may still be uploading until its lease certainly expired. */
+  leadership: Leadership;
 }
 
 /**
@@ -162,8 +179,17 @@ export class BinlogArchiveReconciler implements Reconciler {
       }).catch((err: unknown) => ctx.log.warn("could not write the binlog archive's status", { archive: `${ns}/${name}`, err: describeFailure(err).message }));
     };
 
+    // A stopped archive stores nothing more, not even from an upload that has not seen the abort yet.
+    const refuse = () => store.bucket.refuseWrites(signal.reason instanceof Error ? signal.reason : new Error("the binlog archive was stopped"));
+    signal.addEventListener("abort", refuse, { once: true });
     const refresh = setInterval(() => archiver && publish(archiver.progress()), STATUS_REFRESH_MS);
     try {
+      // A new leader streams once the previous one has certainly stopped: both would write the same next file.
+      const fenceMs = this.d.leadership.previousLeaderFenceMs();
+      if (fenceMs > 0) {
+        ctx.log.info("binlog archive waits until the previous leader has certainly stopped", { archive: `${ns}/${name}`, waitMs: fenceMs });
+        await sleep(fenceMs, undefined, { signal });
+      }
       archiver = new BinlogArchiver({
         storage: archiveStorage(store),
         target: async () => {
@@ -181,7 +207,10 @@ export class BinlogArchiveReconciler implements Reconciler {
         onProgress: publish,
       });
       await archiver.run();
+    } catch (err) {
+      if (!signal.aborted) throw err;
     } finally {
+      signal.removeEventListener("abort", refuse);
       clearInterval(refresh);
       store.destroy();
       if (signal.reason instanceof LeadershipLostError) ctx.log.warn("binlog archive stopped: this manager lost leadership", { archive: `${ns}/${name}` });
