@@ -32,7 +32,7 @@ export interface ArchiveProgress {
   files: number;
   /** Seconds since the oldest transaction received but not in S3 yet was written on the server; 0 when there is none. */
   lagSeconds: number;
-  /** The failure that interrupted the stream last, until the next file is archived. */
+  /** The failure that interrupted the stream last, until a transaction after it is taken (a gap stays until then). */
   error?: BackupError;
 }
 
@@ -222,6 +222,11 @@ export class BinlogArchiver {
         const item = assembler.push(event);
         if (item.kind === "transaction") {
           await this.archive(() => writer.append(item.transaction, stream.source));
+          // The stream goes on where the archive ends: whatever interrupted it is over.
+          if (this.error) {
+            this.error = undefined;
+            this.report();
+          }
         } else if (item.kind === "heartbeat") {
           await this.archive(() => writer.rotateIfDue());
         }
