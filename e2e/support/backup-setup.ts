@@ -12,12 +12,17 @@ export async function createBackupPrerequisites(
   root: Pick<MariaDBEndpoint, "host" | "port" | "user" | "password"> = env.mysql,
 ): Promise<void> {
   await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
-  await client.create(builtin.secret, {
-    metadata: { name: "s3-creds", namespace: ns },
-    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
-  } as KubeObject);
+  await createS3Secret(client, ns, env);
   await client.create(MySQLInstanceKind.resource, {
     apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
     spec: { host: root.host, port: root.port, adminSecretRef: { name: "mysql-admin" } },
+  } as KubeObject);
+}
+
+/** A Secret `name` with the environment's S3 credentials, under the keys a storage block reads by default. */
+export async function createS3Secret(client: KubeClient, ns: string, env: EnvironmentInfo, name = "s3-creds"): Promise<void> {
+  await client.create(builtin.secret, {
+    metadata: { name, namespace: ns },
+    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
   } as KubeObject);
 }

@@ -4,11 +4,12 @@
 // gap, no duplicate — from the old primary's to the new one's.
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
-import { builtin, findCondition, type KubeObject } from "@stateward/core";
+import { findCondition } from "@stateward/core";
 import { MySQLBinlogArchiveKind, TransactionAssembler, createMySQLBackupOperator, parseArchiveIndex, parseGtid, readBinlogFile, type MySQLBinlogArchive } from "@stateward/operator-mysql-backup";
 import { MySQLClusterKind, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { s3Client } from "../../harness/index.ts";
+import { createS3Secret } from "../../support/backup-setup.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 import { testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -31,10 +32,7 @@ beforeAll(async () => {
   s3 = s3Client(env.s3);
   // The cluster operator first: it binds the connector that reaches the pods' servers, which the archive uses too.
   suite = await startClusterSuite(client, env, "binlog-cluster", [createMySQLBackupOperator()]);
-  await client.create(builtin.secret, {
-    metadata: { name: "s3-creds", namespace: suite.ns },
-    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
-  } as KubeObject);
+  await createS3Secret(client, suite.ns, env);
 }, 120_000);
 
 afterAll(async () => {
