@@ -67,17 +67,18 @@ async function getObject(key: string): Promise<Buffer> {
   return Buffer.from(await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 }
 
-/** The archiver on `prefix`, as the operator runs it, with short rotation and retry times. */
-function startArchiver(prefix: string) {
+/** The archiver on `prefix`, as the operator runs it, with short rotation, check and retry times; streaming from `target()`. */
+function startArchiver(prefix: string, target: () => MariaDBEndpoint = () => source) {
   const controller = new AbortController();
   const reports: ArchiveProgress[] = [];
   const store = new BackupStore({ ...s3Options, bucket: env.s3.bucket, prefix });
   const archiver = new BinlogArchiver({
     storage: archiveStorage(store),
-    target: () => Promise.resolve(login(source)),
+    target: () => Promise.resolve(login(target())),
     serverId: 4_000_000_123,
     rotation: { maxFileAgeMs: 1_500 },
     heartbeatMs: 1_000,
+    primaryCheckMs: 500,
     retry: { initialMs: 200, maxMs: 2_000 },
     signal: controller.signal,
     onProgress: (p) => reports.push(p),
@@ -171,8 +172,10 @@ describe("the binlog archiver", () => {
     await conn.query(`CREATE DATABASE ${db}`);
     await conn.query(`CREATE TABLE ${db}.orders (id INT PRIMARY KEY, qty INT NOT NULL, note VARCHAR(64)) ENGINE=InnoDB`);
     await conn.query(`CREATE TABLE ${db}.audit (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(64)) ENGINE=Aria`);
-    // Writes go on while the archiver is stopped and started again.
+    // Writes go on while the archiver runs, is stopped (with a file open) and runs again.
     let written = 0;
+    let restarted!: () => void;
+    const restart = new Promise<void>((resolve) => (restarted = resolve));
     const workload = (async () => {
       for (let i = 1; i <= 300; i++) {
         if (i % 10 === 0) {
@@ -187,15 +190,18 @@ describe("the binlog archiver", () => {
         }
         if (i === 150) await conn.query(`ALTER TABLE ${db}.orders ADD INDEX by_qty (qty)`);
         written = i;
+        // The last third only once the archiver runs again.
+        if (i === 200) await restart;
         await new Promise((r) => setTimeout(r, 10));
       }
     })();
-    await waitFor("a third of the writes", () => written >= 100 || undefined, 60_000, 20);
+    await waitFor("a file archived while writes go on", () => (archiving.archiver.progress().files >= 1 && written >= 50) || undefined, 60_000, 20);
     await archiving.stop();
-    const stoppedAt = written;
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(written).toBeGreaterThan(stoppedAt);
+    const whileStopped = await connect(source);
+    for (let i = 1; i <= 5; i++) await whileStopped.query(`INSERT INTO ${db}.audit (what) VALUES (?)`, [`while stopped ${i}`]);
+    await whileStopped.end();
     archiving = startArchiver(prefix);
+    restarted();
     await workload;
     await conn.end();
     const end = await caughtUp(archiving.archiver);
@@ -365,21 +371,8 @@ describe("the binlog archiver across a switchover", () => {
     ]);
     await standby.query("START SLAVE");
     let target: MariaDBEndpoint = source;
-    const controller = new AbortController();
-    const reports: ArchiveProgress[] = [];
-    const store = new BackupStore({ ...s3Options, bucket: env.s3.bucket, prefix });
-    const archiver = new BinlogArchiver({
-      storage: archiveStorage(store),
-      target: () => Promise.resolve(login(target)),
-      serverId: 4_000_000_124,
-      rotation: { maxFileAgeMs: 1_500 },
-      heartbeatMs: 1_000,
-      primaryCheckMs: 500,
-      retry: { initialMs: 200, maxMs: 2_000 },
-      signal: controller.signal,
-      onProgress: (p) => reports.push(p),
-    });
-    const done = archiver.run();
+    const archiving = startArchiver(prefix, () => target);
+    const { archiver, reports } = archiving;
     try {
       await waitFor("the stream to start", () => reports.find((p) => p.streaming), 30_000);
       const start = archiver.progress().archivedPosition;
@@ -416,9 +409,7 @@ describe("the binlog archiver across a switchover", () => {
       const { stdout } = await run("mariadb-binlog", archive.paths, { maxBuffer: 64 * 1024 * 1024 });
       expect([...stdout.matchAll(/\tGTID (\d+-\d+-\d+)/g)].map((m) => m[1])).toEqual(archive.gtids);
     } finally {
-      controller.abort();
-      await done;
-      store.destroy();
+      await archiving.stop();
       await primary.query("SET GLOBAL read_only = 0");
       await primary.end();
       await standby.end();
