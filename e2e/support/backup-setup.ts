@@ -1,19 +1,28 @@
 // What a backup needs in a test namespace: a MySQLInstance "db" for the
-// environment's MariaDB (with its admin Secret) and an S3 credentials Secret
-// "s3-creds" for the environment's bucket.
+// environment's MariaDB (or another server of the test's, with its admin
+// Secret) and an S3 credentials Secret "s3-creds" for the environment's bucket.
 import { builtin, type KubeClient, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
-import type { EnvironmentInfo } from "../harness/index.ts";
+import type { EnvironmentInfo, MariaDBEndpoint } from "../harness/index.ts";
 
-export async function createBackupPrerequisites(client: KubeClient, ns: string, env: EnvironmentInfo): Promise<void> {
-  const root = env.mysql;
+export async function createBackupPrerequisites(
+  client: KubeClient,
+  ns: string,
+  env: EnvironmentInfo,
+  root: Pick<MariaDBEndpoint, "host" | "port" | "user" | "password"> = env.mysql,
+): Promise<void> {
   await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
-  await client.create(builtin.secret, {
-    metadata: { name: "s3-creds", namespace: ns },
-    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
-  } as KubeObject);
+  await createS3Secret(client, ns, env);
   await client.create(MySQLInstanceKind.resource, {
     apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
     spec: { host: root.host, port: root.port, adminSecretRef: { name: "mysql-admin" } },
+  } as KubeObject);
+}
+
+/** A Secret `name` with the environment's S3 credentials, under the keys a storage block reads by default. */
+export async function createS3Secret(client: KubeClient, ns: string, env: EnvironmentInfo, name = "s3-creds"): Promise<void> {
+  await client.create(builtin.secret, {
+    metadata: { name, namespace: ns },
+    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
   } as KubeObject);
 }

@@ -103,9 +103,10 @@ MySQLInstance is also read with get when a deleted DatabaseUser's instance is no
 {{/*
 mysql-backup: backups (a finalizer when deletionPolicy is Delete), restores (a finalizer while
 one may run, to drop its staging databases), and schedules,
-which create the MySQLBackups they own and delete them for retention; the MySQLInstances they
+which create the MySQLBackups they own and delete them for retention; binlog archives (their
+status only); the MySQLInstances they
 point at (and their status: every MySQL operator runs the MySQLInstance controller), and the
-Secrets holding MySQL and S3 credentials. Backups and restores are re-read
+Secrets holding MySQL and S3 credentials. Backups, restores and binlog archives are re-read
 with get before each status write (they run long after the reconcile that started them).
 */}}
 {{- define "stateward.rules.mysqlBackup" -}}
@@ -119,7 +120,10 @@ with get before each status write (they run long after the reconcile that starte
   resources: ["mysqlbackupschedules"]
   verbs: ["list", "watch"]
 - apiGroups: ["stateward.io"]
-  resources: ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status"]
+  resources: ["mysqlbinlogarchives"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["stateward.io"]
+  resources: ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status", "mysqlbinlogarchives/status"]
   verbs: ["update"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlbackupschedules/finalizers"]

@@ -100,7 +100,8 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("stateward.io", ["mysqlbackups"], ["get", "list", "watch", "create", "patch", "delete"]),
     ...perms("stateward.io", ["mysqlrestores"], ["get", "list", "watch", "patch"]),
     ...perms("stateward.io", ["mysqlbackupschedules"], ["list", "watch"]),
-    ...perms("stateward.io", ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status"], ["update"]),
+    ...perms("stateward.io", ["mysqlbinlogarchives"], ["get", "list", "watch"]),
+    ...perms("stateward.io", ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status", "mysqlbinlogarchives/status"], ["update"]),
     ...perms("stateward.io", ["mysqlbackupschedules/finalizers"], ["update"]),
     ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch"]),
     ...perms("stateward.io", ["mysqlinstances/status"], ["update"]),
@@ -251,7 +252,7 @@ describe("helm lint and helm template", () => {
   });
 
   it("grants only what the enabled operators use", async () => {
-    const unused = /mysqlbackups|mysqlrestores|mysqlbackupschedules|mysqlclusters|statefulsets|poddisruptionbudgets|pods|persistentvolumeclaims|services|configmaps|nodes/;
+    const unused = /mysqlbackups|mysqlrestores|mysqlbackupschedules|mysqlbinlogarchives|mysqlclusters|statefulsets|poddisruptionbudgets|pods|persistentvolumeclaims|services|configmaps|nodes/;
     const { objects } = await renderChart({ namespace: RELEASE_NS, values: { operators: ["database-user"] } });
     const rules = objects.filter((o) => o.kind === "ClusterRole" || o.kind === "Role").flatMap(rulesOf);
     for (const rule of rules) expect(rule.resources?.join(",")).not.toMatch(unused);

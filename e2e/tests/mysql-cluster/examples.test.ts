@@ -1,20 +1,22 @@
 // examples/mysql-cluster applies cleanly with kubectl and converges: the cluster
 // runs with three caught-up servers, the DatabaseUser's account logs in on the
-// primary and on a replica, and the MySQLBackup of the cluster completes — the
-// other operators work on a managed cluster unchanged.
+// primary and on a replica, the MySQLBackup of the cluster completes and the
+// MySQLBinlogArchive archives a write — the other operators work on a managed
+// cluster unchanged.
 import { execFile } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
-import { builtin, findCondition, type KubeObject } from "@stateward/core";
+import { findCondition, type KubeObject } from "@stateward/core";
 import { DatabaseUserKind, databaseUserOperator } from "@stateward/operator-database-user";
-import { MySQLBackupKind, createMySQLBackupOperator, type MySQLBackup } from "@stateward/operator-mysql-backup";
+import { MySQLBackupKind, MySQLBinlogArchiveKind, createMySQLBackupOperator, type MySQLBackup, type MySQLBinlogArchive } from "@stateward/operator-mysql-backup";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { repoRoot, tools } from "../../harness/index.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
+import { createS3Secret } from "../../support/backup-setup.ts";
 import { rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
@@ -39,10 +41,7 @@ async function kubectlApply(file: string): Promise<string> {
 beforeAll(async () => {
   suite = await startClusterSuite(client, env, "cluster-examples", [databaseUserOperator, createMySQLBackupOperator()]);
   ({ ns, servers } = suite);
-  await client.create(builtin.secret, {
-    metadata: { name: "demo-s3", namespace: ns },
-    stringData: { AWS_ACCESS_KEY_ID: env.s3.accessKeyId, AWS_SECRET_ACCESS_KEY: env.s3.secretAccessKey },
-  } as KubeObject);
+  await createS3Secret(client, ns, env, "demo-s3");
 }, 120_000);
 
 afterAll(async () => {
@@ -50,11 +49,11 @@ afterAll(async () => {
 }, 120_000);
 
 describe("examples/mysql-cluster", () => {
-  it("has a cluster, an application account and a backup, in that order", () => {
-    expect(readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort()).toEqual(["01-cluster.yaml", "02-app-user.yaml", "03-backup.yaml"]);
+  it("has a cluster, an application account, a backup and a binlog archive, in that order", () => {
+    expect(readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort()).toEqual(["01-cluster.yaml", "02-app-user.yaml", "03-backup.yaml", "04-binlog-archive.yaml"]);
   });
 
-  it("applies with kubectl; the cluster runs, the account logs in on the primary and a replica, the backup completes", async () => {
+  it("applies with kubectl; the cluster runs, the account logs in on the primary and a replica, the backup completes, the archive takes a write", async () => {
     expect(await kubectlApply("01-cluster.yaml")).toContain("mysqlcluster.stateward.io/orders-db created");
     expect(await kubectlApply("02-app-user.yaml")).toContain("databaseuser.stateward.io/orders-app created");
     const cluster = await waitFor("orders-db Running", async () => {
@@ -93,5 +92,21 @@ describe("examples/mysql-cluster", () => {
     }, 90_000, 250);
     expect(backup.status?.phase, JSON.stringify(findCondition(backup.status?.conditions, "Ready"))).toBe("Completed");
     expect(backup.status?.location).toContain(`/${ns}/orders-db-manual`);
+
+    expect(await kubectlApply("04-binlog-archive.yaml")).toContain("mysqlbinlogarchive.stateward.io/orders-db-binlog created");
+    await waitFor("the binlog archive Ready", async () => {
+      const a = await client.get<MySQLBinlogArchive>(MySQLBinlogArchiveKind.resource, ns, "orders-db-binlog");
+      return findCondition(a.status?.conditions, "Ready")?.status === "True" ? a : undefined;
+    }, 60_000, 250);
+    const writer = await mysql.createConnection({ host: primary!.host, port: primary!.port, user: "root", password: await rootPassword(client, ns, "orders-db") });
+    await writer.query("INSERT INTO orders.lines VALUES (3, 'jam')");
+    const [pos] = await writer.query<mysql.RowDataPacket[]>("SELECT @@gtid_binlog_pos AS p");
+    await writer.end();
+    // The example rotates every 60 s: the write is in S3 within a minute.
+    const archive = await waitFor("the write archived", async () => {
+      const a = await client.get<MySQLBinlogArchive>(MySQLBinlogArchiveKind.resource, ns, "orders-db-binlog");
+      return a.status?.archivedPosition === String(pos[0]?.p) ? a : undefined;
+    }, 90_000, 500);
+    expect(archive.status?.location).toContain(`/demo-binlog/${ns}/orders-db-binlog/`);
   }, 360_000);
 });

@@ -28,12 +28,12 @@ const secretKeyRef = (description: string) =>
     description,
   );
 
-/** Where objects live in S3: shared by a backup's storage and a restore's source. */
-function s3Fields() {
+/** Where objects live in S3: shared by a backup's storage, a restore's source and a binlog archive's storage. */
+function s3Fields(prefixDescription = "Key prefix under which backups are stored, without a trailing slash. Backups go to <prefix>/<namespace>/<backup name>/.") {
   return {
     bucket: string("Bucket name.", { minLength: 3, maxLength: 63 }),
     prefix: optional(
-      string("Key prefix under which backups are stored, without a trailing slash. Backups go to <prefix>/<namespace>/<backup name>/.", {
+      string(prefixDescription, {
         maxLength: 512,
         default: "",
         pattern: "^([^/].*[^/]|[^/]?)$",
@@ -293,3 +293,87 @@ export const MySQLBackupScheduleKind = defineKind({
 });
 
 export type MySQLBackupSchedule = ObjectOf<typeof MySQLBackupScheduleKind>;
+
+export const MySQLBinlogArchiveKind = defineKind({
+  group: "stateward.io",
+  version: "v1alpha1",
+  kind: "MySQLBinlogArchive",
+  plural: "mysqlbinlogarchives",
+  shortNames: ["mysqlbla"],
+  scope: "Namespaced",
+  description:
+    "Continuously archives a MariaDB server's binary log to S3, streamed by the manager over the replication protocol (as a replica would, GTID-based): standard binlog files, rotated by size and age, listed with their SHA-256, GTID range and event times in an index.json. The base for point-in-time recovery from a MySQLBackup.",
+  spec: object(
+    {
+      instanceRef: instanceRef(
+        "The MySQLInstance whose binary log is archived. For a MySQLCluster, name the MySQLInstance it publishes under its own name: it reaches the primary, and the archive follows a switchover or failover to the new primary, continuing after the last archived GTID.",
+      ),
+      storage: object(
+        {
+          s3: object(
+            s3Fields("Key prefix under which archives are stored, without a trailing slash. The archive goes to <prefix>/<namespace>/<archive name>/ (index.json and binlog.NNNNNN files)."),
+            "An S3 or S3-compatible bucket.",
+          ),
+        },
+        "Where the archive is stored.",
+      ),
+      serverId: optional(
+        integer(
+          "The server id this archive announces to the server, as a replica's. It must differ from the server_id of every server and replica of the replication topology (a server drops an older stream of the same id). Default: one derived from the namespace and name, between 4000000000 and 4294967295.",
+          { minimum: 1, maximum: 4294967295 },
+        ),
+      ),
+      rotation: optional(
+        object(
+          {
+            maxFileBytes: optional(
+              integer("Close a file once it holds this many bytes (a transaction is never split, so a file can exceed it by its last transaction). A file is held in the manager's memory until it is uploaded.", {
+                minimum: 1048576,
+                maximum: 1073741824,
+                default: 67108864,
+              }),
+            ),
+            maxFileAgeSeconds: optional(
+              integer("Close and upload a file this long after its first transaction: at most this much of the server's history is only in its own binary log, not yet in S3.", {
+                minimum: 5,
+                maximum: 3600,
+                default: 60,
+              }),
+            ),
+          },
+          "When a file is closed and uploaded. Defaults: 64 MiB or 60 seconds, whichever comes first.",
+        ),
+      ),
+    },
+    "The archive. Changing instanceRef, serverId or rotation restarts the stream from the last archived GTID; storage cannot be changed.",
+    {
+      validations: [{ rule: "self.storage == oldSelf.storage", message: "spec.storage cannot be changed after the MySQLBinlogArchive is created; create a new MySQLBinlogArchive to archive elsewhere" }],
+    },
+  ),
+  status: object(
+    {
+      observedGeneration: optional(integer("The generation last acted upon.")),
+      location: optional(string("s3://<bucket>/<prefix>/<namespace>/<name>/ of the archive folder (holding index.json).")),
+      startPosition: optional(string("GTID position where the archive begins: its first transaction is the one after it (the server's gtid_binlog_pos when archiving started).")),
+      archivedPosition: optional(string("GTID position after the last transaction stored in S3, per replication domain: where the stream resumes.")),
+      lastArchivedGtid: optional(string("GTID of the last transaction stored in S3.")),
+      lastArchivedTime: optional(string("When the last transaction stored in S3 was written on the server (its binlog event time).", { format: "date-time" })),
+      lagSeconds: optional(
+        integer("Seconds since the oldest transaction received but not yet stored in S3 was written on the server; 0 when everything received is stored. Bounded by rotation.maxFileAgeSeconds while the stream keeps up."),
+      ),
+      files: optional(integer("Binlog files the archive's index lists.")),
+      source: optional(string("The server streamed from: server id and address.")),
+      conditions: optional(conditionsSchema()),
+    },
+    "What the archive did. Ready is True while the stream runs; its reason says why not (e.g. GtidGap, GtidDuplicate, BinlogUnavailable, InstanceNotFound).",
+  ),
+  printerColumns: [
+    { name: "Instance", type: "string", jsonPath: ".spec.instanceRef.name" },
+    { name: "Last GTID", type: "string", jsonPath: ".status.lastArchivedGtid" },
+    { name: "Lag", type: "integer", jsonPath: ".status.lagSeconds", description: "Seconds" },
+    { name: "Ready", type: "string", jsonPath: ".status.conditions[?(@.type==\"Ready\")].status" },
+    { name: "Location", type: "string", jsonPath: ".status.location", priority: 1 },
+  ],
+});
+
+export type MySQLBinlogArchive = ObjectOf<typeof MySQLBinlogArchiveKind>;

@@ -49,7 +49,19 @@ export type BackupFailureReason =
   /** Any other MySQL error. */
   | "DatabaseError"
   /** The operation was cancelled through its AbortSignal. */
-  | "Aborted";
+  | "Aborted"
+  /** A binlog stream skipped a transaction: the archive would have a hole. */
+  | "GtidGap"
+  /** A binlog stream sent a transaction that is archived already (a diverged server). */
+  | "GtidDuplicate"
+  /** The server cannot stream its binary log from the archive's position (binlog off, purged, not MariaDB). */
+  | "BinlogUnavailable"
+  /** A binlog stream broke the format (a checksum, a transaction without its end). */
+  | "InvalidBinlog"
+  /** A binlog archive's index.json cannot be read. */
+  | "InvalidArchiveIndex"
+  /** The server a binlog stream follows is not the primary any more (a switchover): the stream moves to the new one. */
+  | "PrimaryChanged";
 
 export interface BackupErrorOptions {
   /**

@@ -4,8 +4,19 @@ export { BackupError, isBackupError, type BackupFailureReason } from "./errors.t
 export * from "./engine/index.ts";
 export * from "./restore/index.ts";
 export * from "./storage/index.ts";
+export * from "./binlog/index.ts";
 // The operator: kinds and controllers.
-export { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind, type MySQLBackup, type MySQLBackupSchedule, type MySQLRestore } from "./api.ts";
+export {
+  MySQLBackupKind,
+  MySQLBackupScheduleKind,
+  MySQLBinlogArchiveKind,
+  MySQLRestoreKind,
+  type MySQLBackup,
+  type MySQLBackupSchedule,
+  type MySQLBinlogArchive,
+  type MySQLRestore,
+} from "./api.ts";
+export { defaultServerId } from "./controllers/binlog-archive-reconciler.ts";
 export { BACKUP_FINALIZER } from "./controllers/backup-reconciler.ts";
 export { SCHEDULE_LABEL, backupNameFor, backupsToPrune } from "./controllers/schedule-reconciler.ts";
 export { createMySQLBackupOperator, mysqlBackupOperator, type MySQLBackupOperatorOptions } from "./module.ts";

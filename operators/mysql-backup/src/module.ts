@@ -16,8 +16,9 @@ import {
   mysqlControllerDeps,
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
-import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "./api.ts";
+import { MySQLBackupKind, MySQLBackupScheduleKind, MySQLBinlogArchiveKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "./api.ts";
 import { BackupReconciler } from "./controllers/backup-reconciler.ts";
+import { BinlogArchiveReconciler } from "./controllers/binlog-archive-reconciler.ts";
 import { RESTORE_BY_BACKUP, restoreBackupRef, restoresWaitingFor } from "./controllers/restore-index.ts";
 import { RestoreReconciler } from "./controllers/restore-reconciler.ts";
 import { ScheduleMetrics } from "./controllers/metrics.ts";
@@ -36,7 +37,7 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
     name: "mysql-backup",
     // MySQLInstance is shared by the MySQL operators (@stateward/mysql); listed here so a
     // manager running only this operator installs (or verifies) its CRD and keeps its status.
-    kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLBackupScheduleKind, MySQLInstanceKind],
+    kinds: [MySQLBackupKind, MySQLRestoreKind, MySQLBackupScheduleKind, MySQLBinlogArchiveKind, MySQLInstanceKind],
     // Backups and restores read the MySQLInstance they name; restores read MySQLBackups, schedules own them.
     cache: [...instanceControllerCache, cacheKind(MySQLBackupKind.resource, { target: true })],
     container: new ContainerModule((container) => {
@@ -65,6 +66,16 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
             .complete(new RestoreReconciler({ ...deps, events: events("mysqlrestore") }));
           // After complete(): the kind is registered with the target selector by then.
           deps.cache.addIndexer<MySQLRestore>(MySQLRestoreKind.resource, RESTORE_BY_BACKUP, restoreBackupRef);
+        },
+      }));
+      // An archive's stream runs as a background task beside the reconciles (BackgroundTasks: stopped on shutdown and on leadership loss).
+      const archiveDeps = { ...mysqlControllerDeps, tasks: Tokens.BackgroundTasks, metrics: Tokens.Metrics, leadership: Tokens.Leadership };
+      bindResolved(bind, Tokens.ControllerSetup, archiveDeps, ({ events, ...deps }) => ({
+        setup: (builder) => {
+          builder
+            .named("mysqlbinlogarchive")
+            .for(MySQLBinlogArchiveKind.resource)
+            .complete(new BinlogArchiveReconciler({ ...deps, events: events("mysqlbinlogarchive") }));
         },
       }));
       const scheduleDeps = { client: Tokens.KubeClient, cache: Tokens.Cache, events: Tokens.EventRecorderFactory, clock: Tokens.Clock, metrics: Tokens.Metrics };

@@ -13,4 +13,4 @@ export {
   type ServerFlavor,
 } from "./manifest.ts";
 export { defaultPartSize, defaultQueueSize, type StoredObject, type UploadTuning } from "./object-upload.ts";
-export { BucketClient, describeLocation, normalizePrefix, type IncompleteUpload, type S3Location, type S3ObjectLocation, type S3Options } from "./s3.ts";
+export { BackupStore, BucketClient, describeLocation, normalizePrefix, type IncompleteUpload, type S3Location, type S3ObjectLocation, type S3Options } from "./s3.ts";
