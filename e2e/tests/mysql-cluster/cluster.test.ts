@@ -143,6 +143,50 @@ describe("a 3-replica cluster", () => {
     }, 60_000, 1000);
   }, 120_000);
 
+  it("repoints a replica found replicating from another replica under a steady write load, never calling the primary's newest writes errant", async () => {
+    // What a switchover leaves for a moment (a replica still fed through the old primary), made by hand:
+    // shop-2 replicates from shop-1 while four clients write on the primary as fast as they can. shop-2
+    // then holds the primary's newest transactions moments after the primary commits them; the operator
+    // must repoint it, not take those for errant ones (which stops a rollout at its health gate).
+    await query("shop-0", password, "CREATE TABLE orders.stream (id INT AUTO_INCREMENT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))");
+    const primary = await serverOf("shop-0");
+    const middle = await serverOf("shop-1");
+    let writing = true;
+    const writers = Array.from({ length: 4 }, async () => {
+      const conn = await connect(primary, password);
+      try {
+        while (writing) await conn.query("INSERT INTO orders.stream () VALUES ()");
+      } finally {
+        await conn.end();
+      }
+    });
+    const errantSeen: string[] = [];
+    try {
+      const chained = await connect(await serverOf("shop-2"), password);
+      try {
+        await chained.query("STOP SLAVE");
+        await chained.query("CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = 'root', MASTER_PASSWORD = ?, MASTER_USE_GTID = slave_pos", [middle.host, middle.port, password]);
+        await chained.query("START SLAVE");
+      } finally {
+        await chained.end();
+      }
+      await waitFor("shop-2 repointed at the primary", async () => {
+        const c = await client.get<MySQLCluster>(MYC, ns, name);
+        const errant = findCondition(c.status?.conditions, "ErrantTransactions");
+        if (errant?.status === "True") errantSeen.push(errant.message ?? "");
+        for (const m of c.status?.members ?? []) if (/errant/.test(m.message ?? "")) errantSeen.push(`${m.name}: ${m.message}`);
+        const [status] = await query<{ Master_Port: number }>("shop-2", password, "SHOW SLAVE STATUS");
+        return Number(status?.Master_Port) === primary.port ? true : undefined;
+      }, 120_000, 200);
+    } finally {
+      writing = false;
+      await Promise.all(writers);
+    }
+    expect(errantSeen, "the operator called the primary's own transactions errant").toEqual([]);
+    await waitFor("shop-2 caught up", async () => ((await checksum("shop-2", password, "orders.stream")) === (await checksum("shop-0", password, "orders.stream")) ? true : undefined), 30_000, 500);
+    await running(name, 3);
+  }, 180_000);
+
   it("lets DatabaseUser work on the published MySQLInstance (through the primary Service)", async () => {
     await client.create(builtin.secret, { metadata: { name: "app-password", namespace: ns }, stringData: { password: "app-Secret-1" } } as KubeObject);
     await client.create(DatabaseUserKind.resource, {

@@ -157,7 +157,11 @@ async function convergeReplica(
   }
   if (!replica.configured || replica.sourceHost !== source.host || replica.sourcePort !== source.port) {
     const state = await readServer(conn);
-    const errant = errantTransactions(primary.conn.server.flavor, primary.state.history, state.history);
+    let errant = errantTransactions(primary.conn.server.flavor, primary.state.history, state.history);
+    // The primary was read earlier in this reconcile. Under writes, a replica fed through another server
+    // (the old primary, right after a switchover) already holds transactions the primary committed since:
+    // only what the primary still lacks when read again, after this replica, is errant.
+    if (errant.length > 0) errant = errantTransactions(primary.conn.server.flavor, (await readServer(primary.conn)).history, state.history);
     if (errant.length > 0) {
       status.message = `not rejoined: it holds transactions the primary ${podName(name, primary.ordinal)} lacks (errant: ${errant.join(", ")}); it stays read-only. Inspect them, then delete its pod and volume to have it seeded from the primary`;
       return { errant };
