@@ -52,6 +52,11 @@ async function failedOverCondition(name: string, old: string): Promise<{ message
   }, 30_000, 200);
 }
 
+/** The FailedOver Event since `since`: recorded just after the promotion, so waited for once the new primary is on record. */
+async function failedOverEvent(name: string, since = ""): Promise<KubeEvent> {
+  return waitFor("the FailedOver Event", async () => (await events(name, since)).find((e) => e.reason === "FailedOver"), 30_000, 200);
+}
+
 /** The sequence number of a MariaDB GTID ("0-1000-57" → 57n). */
 function sequenceOf(gtid: string): bigint {
   return BigInt(gtid.split("-")[2] ?? "-1");
@@ -108,8 +113,8 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       const stored = await storedIds(servers, next, password, table);
       const lost = writer.acknowledged.filter((id) => !stored.has(id));
       expect(lost, `acknowledged writes missing on ${next} after losing ${old}`).toEqual([]);
-      const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
-      expect(failedOver?.note).toMatch(new RegExp(`^${next} is the primary \\(was ${old}, lost: `));
+      const failedOver = await failedOverEvent(name, since);
+      expect(failedOver.note).toMatch(new RegExp(`^${next} is the primary \\(was ${old}, lost: `));
       const c = await get(name);
       expect(c.status?.lastFailover).toMatchObject({ from: old, to: next });
       expect((await failedOverCondition(name, old)).message).toContain(`promoted`);
@@ -178,8 +183,8 @@ describe("an Async cluster losing its primary", () => {
     const beyond = writer.acknowledged.filter((id) => writer.gtids.get(id)?.startsWith(oldOrigin) && sequenceOf(writer.gtids.get(id) ?? "") > boundary);
     expect(lost.filter((id) => writer.gtids.has(id))).toEqual(beyond);
     expect(lost.filter((id) => !writer.gtids.has(id)).length, "lost writes whose GTID the writer could not ask for").toBeLessThanOrEqual(1);
-    const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
-    expect(failedOver?.note).toContain(`beyond ${reported?.[1]}`);
+    const failedOver = await failedOverEvent(name, since);
+    expect(failedOver.note).toContain(`beyond ${reported?.[1]}`);
     expect((await failedOverCondition(name, old)).message).toContain(`lost: ${dataLoss}`);
     console.log(`async failover ${old} -> ${next}: ${writer.acknowledged.length} writes acknowledged, ${lost.length} lost, reported as ${dataLoss}`);
 
@@ -261,8 +266,8 @@ describe("an old primary with a transaction the new one lacks", () => {
     const [{ pos } = { pos: "" }] = (await onPod(servers, old, password, "SELECT @@gtid_binlog_state AS pos")) as { pos: string }[];
     await loseNode(servers, old);
     await waitFor(`${replica} promoted`, async () => ((await get(name)).status?.currentPrimary === replica ? true : undefined), 90_000, 300);
-    const failedOver = (await events(name)).find((e) => e.reason === "FailedOver");
-    expect(failedOver?.note).toMatch(/may lose|lost/);
+    const failedOver = await failedOverEvent(name);
+    expect(failedOver.note).toMatch(/may lose|lost/);
 
     await nodeBack(servers, old);
     const errant = await waitFor("ErrantTransactions", async () => {
