@@ -313,7 +313,9 @@ describe("a primary the operator cannot reach", () => {
     const cutAt = Date.now();
     await partitionFromOperator(servers, old, password);
     cut = old;
-    await waitFor("the operator not reaching the primary", async () => ((await get(name)).status?.members?.find((m) => m.name === old)?.ready === false ? true : undefined), 30_000, 200);
+    // Noticed at its next reconcile: at the latest the steady one, 30 s on.
+    await waitFor("the operator not reaching the primary", async () => ((await get(name)).status?.members?.find((m) => m.name === old)?.ready === false ? true : undefined), 60_000, 200);
+    const noticedMs = Date.now() - cutAt;
     // A kubelet then turns the pod not Ready for the readiness gate the operator clears (KWOK does not): the operator's own view.
     await servers.setPodReady(old, false, "ReadinessGatesNotReady");
     await sleep(3 * DETECTION_SECONDS * 1000);
@@ -350,7 +352,7 @@ describe("a primary the operator cannot reach", () => {
     expect(writer.acknowledged.filter((id) => !stored.has(id)), `acknowledged writes missing on ${next}`).toEqual([]);
     const [unfenced] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
     console.log(
-      `partition: ${old} cut off from the operator for ${Math.round(heldMs / 1000)} s (detection ${DETECTION_SECONDS} s) without a failover; ` +
+      `partition: ${old} cut off from the operator for ${Math.round(heldMs / 1000)} s (noticed after ${Math.round(noticedMs / 1000)} s, detection ${DETECTION_SECONDS} s) without a failover; ` +
         `its node not Ready: ${next} on record ${failedOverMs} ms later; ${writer.acknowledged.length} writes acknowledged, none lost; ` +
         `${old} meanwhile read_only=${Number(unfenced?.ro)} (the operator cannot reach it)`,
     );
