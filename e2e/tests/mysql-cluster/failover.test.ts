@@ -346,8 +346,9 @@ describe("a primary the operator cannot reach", () => {
     const failedOverMs = Date.now() - notReadyAt;
     const next = promoted.status?.currentPrimary ?? "";
     expect(promoted.status?.lastFailover).toMatchObject({ from: old, to: next });
-    const failedOver = (await events(name, since)).find((e) => e.reason === "FailedOver");
-    expect(failedOver?.note).toContain(` and its node ${nodeName} is not Ready (False, KubeletNotReady)); detected `);
+    // Recorded just after the promotion.
+    const failedOver = await waitFor("the FailedOver Event", async () => (await events(name, since)).find((e) => e.reason === "FailedOver"), 30_000, 200);
+    expect(failedOver.note).toContain(` and its node ${nodeName} is not Ready (False, KubeletNotReady)); detected `);
     const stored = await storedIds(servers, next, password, table);
     expect(writer.acknowledged.filter((id) => !stored.has(id)), `acknowledged writes missing on ${next}`).toEqual([]);
     const [unfenced] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
