@@ -58,6 +58,11 @@ async function failedOverCondition(name: string, old: string): Promise<{ message
   }, 30_000, 200);
 }
 
+/** The FailedOver Event since `since`: recorded just after the promotion, so waited for once the new primary is on record. */
+async function failedOverEvent(name: string, since = ""): Promise<KubeEvent> {
+  return waitFor("the FailedOver Event", async () => (await events(name, since)).find((e) => e.reason === "FailedOver"), 30_000, 200);
+}
+
 /** The sequence number of a MariaDB GTID ("0-1000-57" → 57n). */
 function sequenceOf(gtid: string): bigint {
   return BigInt(gtid.split("-")[2] ?? "-1");
@@ -267,8 +272,8 @@ describe("an old primary with a transaction the new one lacks", () => {
     const [{ pos } = { pos: "" }] = (await onPod(servers, old, password, "SELECT @@gtid_binlog_state AS pos")) as { pos: string }[];
     await loseNode(servers, old);
     await waitFor(`${replica} promoted`, async () => ((await get(name)).status?.currentPrimary === replica ? true : undefined), 90_000, 300);
-    const failedOver = (await events(name)).find((e) => e.reason === "FailedOver");
-    expect(failedOver?.note).toMatch(/may lose|lost/);
+    const failedOver = await failedOverEvent(name);
+    expect(failedOver.note).toMatch(/may lose|lost/);
 
     await nodeBack(servers, old);
     const errant = await waitFor("ErrantTransactions", async () => {
@@ -346,8 +351,7 @@ describe("a primary the operator cannot reach", () => {
     const failedOverMs = Date.now() - notReadyAt;
     const next = promoted.status?.currentPrimary ?? "";
     expect(promoted.status?.lastFailover).toMatchObject({ from: old, to: next });
-    // Recorded just after the promotion.
-    const failedOver = await waitFor("the FailedOver Event", async () => (await events(name, since)).find((e) => e.reason === "FailedOver"), 30_000, 200);
+    const failedOver = await failedOverEvent(name, since);
     expect(failedOver.note).toContain(` and its node ${nodeName} is not Ready (False, KubeletNotReady)); detected `);
     const stored = await storedIds(servers, next, password, table);
     expect(writer.acknowledged.filter((id) => !stored.has(id)), `acknowledged writes missing on ${next}`).toEqual([]);
