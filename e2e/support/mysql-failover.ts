@@ -1,10 +1,12 @@
-// A lost primary on the stand-in servers, and an application that writes
-// through the primary Service meanwhile: what the failover tests and the
-// mysql-cluster benchmark do to a MySQLCluster, and how they read the result.
+// A lost primary on the stand-in servers (or one only the operator cannot
+// reach), and an application that writes through the primary Service
+// meanwhile: what the failover tests and the mysql-cluster benchmark do to a
+// MySQLCluster, and how they read the result.
+import { setTimeout as sleep } from "node:timers/promises";
 import { findCondition, type KubeClient } from "@stateward/core";
 import { MySQLClusterKind, primaryHost, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { AcknowledgedWriter } from "./acknowledged-writes.ts";
-import { onPod } from "./mysql-cluster.ts";
+import { connectPod, onPod } from "./mysql-cluster.ts";
 import type { LocalPodServers } from "./mysql-pods.ts";
 import { waitFor } from "./wait.ts";
 
@@ -17,9 +19,9 @@ export async function prepareApp(client: KubeClient, servers: LocalPodServers, n
   await onPod(servers, primary, password, "CREATE DATABASE app", `CREATE USER ${WRITER.user}@'%' IDENTIFIED BY '${WRITER.password}'`, `GRANT SELECT, INSERT ON app.* TO ${WRITER.user}@'%'`);
 }
 
-/** Writes every 10 ms through the cluster's primary Service, as WRITER, into `table`. */
+/** Writes every 10 ms through the cluster's primary Service, as WRITER, into `table`: an application in the pods' network. */
 export function startPrimaryWriter(servers: LocalPodServers, ns: string, name: string, table: string, recordGtids = false): AcknowledgedWriter {
-  return new AcknowledgedWriter({ endpoint: () => servers.resolve({ host: primaryHost(name, ns), port: 3306 }), ...WRITER, table, retryAfterMs: 20, recordGtids }).start();
+  return new AcknowledgedWriter({ endpoint: () => servers.reach({ host: primaryHost(name, ns), port: 3306 }), ...WRITER, table, retryAfterMs: 20, recordGtids }).start();
 }
 
 /** The ids stored in `table` on one pod's server. */
@@ -37,6 +39,30 @@ export async function loseNode(servers: LocalPodServers, pod: string): Promise<v
 export async function nodeBack(servers: LocalPodServers, pod: string): Promise<void> {
   await servers.revive(pod);
   await servers.setPodReady(pod, true);
+}
+
+/**
+ * A partition between the operator and `pod`'s server: the operator's new connections to it fail
+ * (LocalPodServers.partition) and the sessions it holds are closed by the server, as a partition
+ * breaks them too. The operator logs in as root; the replicas (the replication account) and
+ * applications stay connected. Sessions are closed until none is left: one the operator was
+ * opening as the cut was made is closed by a later pass.
+ */
+export async function partitionFromOperator(servers: LocalPodServers, pod: string, password: string): Promise<void> {
+  servers.partition(pod, true);
+  const dba = await connectPod(servers, pod, password);
+  try {
+    for (const until = Date.now() + 10_000; ; ) {
+      const [sessions] = await dba.query("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER = 'root' AND ID <> CONNECTION_ID()");
+      const ids = (sessions as { id: number }[]).map((s) => s.id);
+      if (ids.length === 0) return;
+      if (Date.now() > until) throw new Error(`root sessions on ${pod} keep coming back after the partition: ${ids.join(", ")}`);
+      for (const id of ids) await dba.query("KILL CONNECTION ?", [id]).catch(() => undefined);
+      await sleep(500);
+    }
+  } finally {
+    await dba.end();
+  }
 }
 
 /** Waits for a primary other than `old` on record. */

@@ -15,7 +15,10 @@
 // starts a server: the container that crash-loops, for the health-gate tests.
 // For the failover tests a pod's server can be killed (and revived on its
 // data) and the pod marked not Ready, as a lost node's pods are (KWOK pods have
-// no kubelet to notice).
+// no kubelet to notice), or cut off from the operator alone (partition): the
+// operators connect through resolve(), while the servers replicate from, and
+// applications connect to, what reach() returns — the pods' network, which a
+// partition between the operator and a pod leaves as it is.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -33,6 +36,9 @@ interface Claim extends KubeObject {
   spec: { volumeName?: string; storageClassName?: string; accessModes?: string[]; resources?: { requests?: { storage?: string } } };
 }
 
+/** An address nothing listens on (the discard port): connecting is refused at once. */
+const NOTHING_LISTENS: ServerAddress = { host: "127.0.0.1", port: 9 };
+
 export interface LocalServer extends MariaDBEndpoint {
   pid: number;
   pod: string;
@@ -46,6 +52,8 @@ export class LocalPodServers implements ServerAddressResolver {
   /** The uid of the pod each server was started for. */
   private readonly startedFor = new Map<string, string>();
   private readonly volumes = new Set<string>();
+  /** Pods whose server the operator does not reach (see partition). */
+  private readonly cutOff = new Set<string>();
   private stopped = false;
   private loop: Promise<void> | undefined;
   /** Failures starting a server, by pod: a test asserts there are none. */
@@ -83,9 +91,37 @@ export class LocalPodServers implements ServerAddressResolver {
     return Object.fromEntries(entries.flatMap(([pod, s]) => (s ? [[pod, { host: s.host, port: s.port }]] : [])));
   }
 
+  /** Where the operators connect to a server known as `address`: where it is reached, unless its pod is cut off from them (partition). */
   async resolve(address: ServerAddress): Promise<ServerAddress> {
+    const { pod, at } = await this.locate(address);
+    // Looked at last: a partition made while the pod was being looked up holds for this connection too.
+    return pod !== undefined && this.cutOff.has(pod) ? NOTHING_LISTENS : at;
+  }
+
+  /** What a server is told to replicate from: the pods reach each other whether or not the operator reaches them. */
+  resolveForServer(address: ServerAddress): Promise<ServerAddress> {
+    return this.reach(address);
+  }
+
+  /** Where a client inside the pods' network (an application, another server) reaches a server known as `address`. */
+  async reach(address: ServerAddress): Promise<ServerAddress> {
+    return (await this.locate(address)).at;
+  }
+
+  /**
+   * Cuts the operator off from a pod's server, or heals the cut: its new connections through resolve() fail,
+   * while the servers and applications (reach) still get through. Connections already made stay open: see
+   * partitionFromOperator (support/mysql-failover.ts), which also closes the operator's.
+   */
+  partition(pod: string, cut: boolean): void {
+    if (cut) this.cutOff.add(pod);
+    else this.cutOff.delete(pod);
+  }
+
+  /** The pod a pod's or the primary Service's DNS name names, and where its server listens now. */
+  private async locate(address: ServerAddress): Promise<{ pod?: string; at: ServerAddress }> {
     const suffix = `.${this.namespace}.svc.cluster.local`;
-    if (!address.host.endsWith(suffix)) return address;
+    if (!address.host.endsWith(suffix)) return { at: address };
     const [first, second] = address.host.slice(0, -suffix.length).split(".");
     let pod: string | undefined;
     if (second !== undefined && second.endsWith("-headless")) pod = first;
@@ -103,7 +139,7 @@ export class LocalPodServers implements ServerAddressResolver {
     }
     const server = pod === undefined || !current ? undefined : await this.servers.get(pod)?.catch(() => undefined);
     // Not started (yet): an address nothing listens on, so connecting fails as it would in a cluster.
-    return server ? { host: server.host, port: server.port } : { host: "127.0.0.1", port: 9 };
+    return { pod, at: server ? { host: server.host, port: server.port } : NOTHING_LISTENS };
   }
 
   private async tick(): Promise<void> {

@@ -5,21 +5,27 @@
 // write the old primary acknowledged is on it — over FAILOVER_TRIALS trials.
 // The old primary, revived, rejoins as a replica and catches up, unless it
 // holds transactions the new primary lacks (then it is named and kept out).
+// A primary only the operator cannot reach (a partition between them: the
+// replicas and the application still reach it) is not failed over on the
+// operator's own word — the pod's readiness that its own readiness gate took
+// away does not count — but is once its Node is not Ready, with every write it
+// acknowledged on the new primary; healed, it rejoins read-only.
 // With Async replication a failover may lose acknowledged writes: it names
 // them (everything the old primary committed beyond what the new one
 // received), and that is exactly what the writer lost. A blip shorter than
 // detectionSeconds fails nothing over; with the Manual policy nothing is
 // promoted until spec.primary names a replica.
 import { setTimeout as sleep } from "node:timers/promises";
-import { findCondition } from "@stateward/core";
+import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { eventsAbout, type KubeEvent } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
+import { NotReadyNode } from "../../support/kwok-nodes.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
-import { loseNode, newPrimary, nodeBack, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
+import { loseNode, newPrimary, nodeBack, partitionFromOperator, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
 
 /** Failovers in a row on one cluster: each about 10 s on the stand-ins (detection, promotion, the old primary's rejoin). */
 const FAILOVER_TRIALS = 10;
@@ -282,5 +288,91 @@ describe("an old primary with a transaction the new one lacks", () => {
     expect([...(await storedIds(servers, old, password, "app.t"))].sort()).toEqual([1, 2]);
     const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
     expect(Number(row?.ro)).toBe(1);
+  }, 240_000);
+});
+
+describe("a primary the operator cannot reach", () => {
+  let lostNode: NotReadyNode | undefined;
+  let cut: string | undefined;
+
+  afterAll(async () => {
+    // As it was for the suites after this one: the node Ready (KWOK manages it again), the partition healed.
+    await lostNode?.restore();
+    if (cut) servers.partition(cut, false);
+  }, 60_000);
+
+  it("is not failed over on the operator's word alone, and is once its Node is not Ready, losing no acknowledged write", async () => {
+    const name = "par";
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, failover: { detectionSeconds: DETECTION_SECONDS } }));
+    const c = await clusterRunning(client, suite, name, 3, { check: (x) => findCondition(x.status?.conditions, "SemiSync")?.status === "True" });
+    const old = c.status?.currentPrimary ?? "";
+    const password = await rootPassword(client, ns, name);
+    await prepareApp(client, servers, ns, name, password);
+    const table = "app.writes";
+    await onPod(servers, old, password, `CREATE TABLE ${table} (id INT PRIMARY KEY)`);
+    const writer = startPrimaryWriter(servers, ns, name, table);
+    await waitFor("writes acknowledged before the partition", () => Promise.resolve(writer.acknowledged.length >= 30 ? true : undefined), 60_000, 20);
+
+    // The operator cannot reach the primary; the replicas and the application still do.
+    const since = new Date().toISOString();
+    const cutAt = Date.now();
+    await partitionFromOperator(servers, old, password);
+    cut = old;
+    // Noticed at its next reconcile: at the latest the steady one, 30 s on.
+    await waitFor("the operator not reaching the primary", async () => ((await get(name)).status?.members?.find((m) => m.name === old)?.ready === false ? true : undefined), 60_000, 200);
+    const noticedMs = Date.now() - cutAt;
+    // A kubelet then turns the pod not Ready for the readiness gate the operator clears (KWOK does not): the operator's own view.
+    await servers.setPodReady(old, false, "ReadinessGatesNotReady");
+    await sleep(3 * DETECTION_SECONDS * 1000);
+    expect((await get(name)).status?.currentPrimary, "failed over while the primary was only unreachable from the operator").toBe(old);
+    expect((await events(name, since)).filter((e) => e.reason === "FailedOver" || e.reason === "FailoverNeeded")).toEqual([]);
+    // Held back by the rule, not by the operator still reaching it: past detectionSeconds with no second signal.
+    expect(suite.logs.lines().some((l) => JSON.stringify(l).includes(`${old} has not answered for`) && JSON.stringify(l).includes("nothing else says it is gone"))).toBe(true);
+    // Still the primary for everyone else: writable, its commits acknowledged by a replica still connected to it.
+    const count = writer.acknowledged.length;
+    await waitFor("writes acknowledged during the partition", () => Promise.resolve(writer.acknowledged.length >= count + 20 ? true : undefined), 30_000, 20);
+    expect(writer.failures.filter((t) => t >= cutAt), "writes refused during the partition").toEqual([]);
+    const semiSync = Object.fromEntries(
+      (await onPod(servers, old, password, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Rpl_semi_sync_master_status', 'Rpl_semi_sync_master_clients')")).map((r) => [String(r.Variable_name), String(r.Value)]),
+    );
+    expect(semiSync).toMatchObject({ Rpl_semi_sync_master_status: "ON" });
+    expect(Number(semiSync.Rpl_semi_sync_master_clients), "replicas connected to the partitioned primary").toBeGreaterThanOrEqual(1);
+    const heldMs = Date.now() - cutAt;
+    // The application stops before the node is lost: the old primary stays alive, and the operator, cut off from it,
+    // cannot make it read-only — what it acknowledged after the promotion would not be on the new primary.
+    await writer.stop();
+
+    // Its node turns not Ready (its kubelet says so): a second signal, and the only one (the replicas stay connected).
+    const nodeName = (await client.get<KubeObject & { spec: { nodeName?: string } }>(builtin.pod, ns, old)).spec.nodeName ?? "";
+    expect(nodeName).not.toBe("");
+    const notReadyAt = Date.now();
+    lostNode = await NotReadyNode.take(client, nodeName);
+    const promoted = await newPrimary(client, ns, name, old);
+    const failedOverMs = Date.now() - notReadyAt;
+    const next = promoted.status?.currentPrimary ?? "";
+    expect(promoted.status?.lastFailover).toMatchObject({ from: old, to: next });
+    const failedOver = await failedOverEvent(name, since);
+    expect(failedOver.note).toContain(` and its node ${nodeName} is not Ready (False, KubeletNotReady)); detected `);
+    const stored = await storedIds(servers, next, password, table);
+    expect(writer.acknowledged.filter((id) => !stored.has(id)), `acknowledged writes missing on ${next}`).toEqual([]);
+    const [unfenced] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
+    console.log(
+      `partition: ${old} cut off from the operator for ${Math.round(heldMs / 1000)} s (noticed after ${Math.round(noticedMs / 1000)} s, detection ${DETECTION_SECONDS} s) without a failover; ` +
+        `its node not Ready: ${next} on record ${failedOverMs} ms later; ${writer.acknowledged.length} writes acknowledged, none lost; ` +
+        `${old} meanwhile read_only=${Number(unfenced?.ro)} (the operator cannot reach it)`,
+    );
+
+    // Healed: the node Ready, the operator reaches the old primary again: it rejoins as a read-only replica with every write.
+    await lostNode.restore();
+    lostNode = undefined;
+    servers.partition(old, false);
+    cut = undefined;
+    await servers.setPodReady(old, true);
+    const rejoined = await rejoinedOrKeptOut(client, ns, name, old);
+    expect(rejoined.errant, "the old primary kept out").toBeUndefined();
+    const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
+    expect(Number(row?.ro), `${old} writable after the failover`).toBe(1);
+    const caughtUp = await storedIds(servers, old, password, table);
+    expect(writer.acknowledged.filter((id) => !caughtUp.has(id))).toEqual([]);
   }, 240_000);
 });
