@@ -4,6 +4,8 @@ import { builtin, type KubeClient, type KubeObject } from "@stateward/core";
 
 export interface KubeEvent extends KubeObject {
   reason?: string;
+  /** Normal or Warning. */
+  type?: string;
   note?: string;
   eventTime?: string;
   regarding?: { name?: string; uid?: string; kind?: string };

@@ -9,13 +9,16 @@
 // replicas and the application still reach it) is not failed over on the
 // operator's own word — the pod's readiness that its own readiness gate took
 // away does not count — but is once its Node is not Ready, with every write it
-// acknowledged on the new primary; healed, it rejoins read-only.
+// acknowledged on the new primary; healed, it rejoins read-only — and one its
+// application kept writing to after the failover is made read-only the moment
+// the operator reaches it again, and kept out with those writes.
 // With Async replication a failover may lose acknowledged writes: it names
 // them (everything the old primary committed beyond what the new one
 // received), and that is exactly what the writer lost. A blip shorter than
 // detectionSeconds fails nothing over; with the Manual policy nothing is
 // promoted until spec.primary names a replica.
 import { setTimeout as sleep } from "node:timers/promises";
+import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -25,7 +28,7 @@ import { NotReadyNode } from "../../support/kwok-nodes.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
-import { loseNode, newPrimary, nodeBack, partitionFromOperator, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
+import { loseNode, newPrimary, nodeBack, partitionFromOperator, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds, WRITER } from "../../support/mysql-failover.ts";
 
 /** Failovers in a row on one cluster: each about 10 s on the stand-ins (detection, promotion, the old primary's rejoin). */
 const FAILOVER_TRIALS = 10;
@@ -374,5 +377,62 @@ describe("a primary the operator cannot reach", () => {
     expect(Number(row?.ro), `${old} writable after the failover`).toBe(1);
     const caughtUp = await storedIds(servers, old, password, table);
     expect(writer.acknowledged.filter((id) => !caughtUp.has(id))).toEqual([]);
+  }, 240_000);
+});
+
+describe("an old primary its application still writes to after the failover", () => {
+  let lostNode: NotReadyNode | undefined;
+  let cut: string | undefined;
+  let app: mysql.Connection | undefined;
+
+  afterAll(async () => {
+    await app?.end().catch(() => undefined);
+    await lostNode?.restore();
+    if (cut) servers.partition(cut, false);
+  }, 60_000);
+
+  it("is made read-only as soon as the operator reaches it again, and kept out with the writes it took", async () => {
+    const name = "fen";
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, replication: { semiSyncTimeoutSeconds: 1 }, failover: { detectionSeconds: DETECTION_SECONDS } }));
+    const c = await clusterRunning(client, suite, name, 3, { check: (x) => findCondition(x.status?.conditions, "SemiSync")?.status === "True" });
+    const old = c.status?.currentPrimary ?? "";
+    const password = await rootPassword(client, ns, name);
+    await prepareApp(client, servers, ns, name, password);
+    await onPod(servers, old, password, "CREATE TABLE app.t (id INT PRIMARY KEY)");
+    // The application's session on the primary, opened before the partition (it is not the operator's: it stays).
+    const server = await waitFor(`server of ${old}`, () => servers.server(old), 60_000, 200);
+    app = await mysql.createConnection({ host: server.host, port: server.port, user: WRITER.user, password: WRITER.password });
+    await app.query("INSERT INTO app.t VALUES (1)");
+
+    // Cut off from the operator, its node not Ready: failed over while it still runs.
+    const since = new Date().toISOString();
+    await partitionFromOperator(servers, old, password);
+    cut = old;
+    await servers.setPodReady(old, false, "ReadinessGatesNotReady");
+    const nodeName = (await client.get<KubeObject & { spec: { nodeName?: string } }>(builtin.pod, ns, old)).spec.nodeName ?? "";
+    lostNode = await NotReadyNode.take(client, nodeName);
+    const next = (await newPrimary(client, ns, name, old)).status?.currentPrimary ?? "";
+    // Nobody told the application: its write still goes to the old primary, which takes it (its replicas left;
+    // semi-sync gives up after 1 s). Nothing the operator can do while it cannot reach the server.
+    await app.query("INSERT INTO app.t VALUES (2)");
+    const [taken] = await onPod(servers, old, password, "SELECT @@read_only AS ro, (SELECT COUNT(*) FROM app.t) AS n");
+    expect({ ro: Number(taken?.ro), n: Number(taken?.n) }).toEqual({ ro: 0, n: 2 });
+
+    // Healed: the operator reaches it again. It holds a write the new primary lacks (kept out), and from then on
+    // the application's writes are refused — not taken by a server whose data no longer counts.
+    await lostNode.restore();
+    lostNode = undefined;
+    servers.partition(old, false);
+    cut = undefined;
+    await servers.setPodReady(old, true);
+    const kept = await rejoinedOrKeptOut(client, ns, name, old);
+    expect(kept.errant, "the old primary's write after the failover is errant").toContain(old);
+    const [row] = await onPod(servers, old, password, "SELECT @@read_only AS ro");
+    expect(Number(row?.ro), `${old} writable while ${next} is the primary`).toBe(1);
+    await expect(app.query("INSERT INTO app.t VALUES (3)")).rejects.toThrow(/read-only/);
+    const fenced = await waitFor("the Fenced Event", async () => (await events(name, since)).find((e) => e.reason === "Fenced"), 30_000, 200);
+    expect(fenced.type).toBe("Warning");
+    expect(fenced.note).toContain(`${old} was writable but ${next} is the primary`);
+    expect([...(await storedIds(servers, next, password, "app.t"))]).toEqual([1]);
   }, 240_000);
 });

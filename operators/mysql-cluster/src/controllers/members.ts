@@ -12,7 +12,7 @@ import { errantTransactions, gtidContains } from "../replication/gtid.ts";
 import { connectMember, memberPoolName } from "../replication/members.ts";
 import { SeedBusyError, SeedError, seedReplica } from "../replication/seed.ts";
 import { applySemiSync, ensureReplicaSemiSync, planSemiSync, readSemiSync, type SemiSyncState, type SemiSyncWish } from "../replication/semi-sync.ts";
-import { preparePrimary as makeWritable, primaryHasHistoryFor, readReplica, readServer, setServerId, startReplica, stopReplica, type ServerState } from "../replication/server.ts";
+import { preparePrimary as makeWritable, primaryHasHistoryFor, readReplica, readServer, setReadOnly, setServerId, startReplica, stopReplica, type ServerState } from "../replication/server.ts";
 import { MYSQL_PORT, podHost, podName } from "../resources/names.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
 import type { Observed, Pod } from "./pods.ts";
@@ -126,6 +126,18 @@ async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConn
   return { state, semiSync };
 }
 
+/** Makes a server that is not the primary read-only, and says so: its clients' writes are refused from now on. */
+async function fence(d: Deps, cluster: MySQLCluster, conn: InstanceConnection, pod: string, primary: string, ctx: ReconcileContext): Promise<void> {
+  await setReadOnly(conn, true);
+  ctx.log.warn("fenced a writable server that is not the primary", { pod, primary });
+  await d.events.record(
+    cluster,
+    "Warning",
+    "Fenced",
+    `${pod} was writable but ${primary} is the primary (an old primary back after a failover, or read_only turned off by hand): made read-only, its clients' writes are refused`,
+  );
+}
+
 /**
  * One replica: seeded if it must be, pointed at the primary, judged; returns what its seed does, when
  * it needs one, or the transactions it holds that the primary lacks (errant: a returning old primary's
@@ -155,8 +167,14 @@ async function convergeReplica(
     status.message = `seeding: copying the primary's data (since ${running.since.toISOString()})`;
     return running;
   }
+  // Only the primary takes writes. A writable server here is an old primary back after a failover the
+  // operator could not tell it about (cut off from the operator, not from its clients: it went on taking
+  // writes), or one made writable by hand. It is fenced before anything else is decided about it: kept
+  // out for errant transactions, it must not take more.
+  const found = await readServer(conn);
+  if (!found.readOnly) await fence(d, cluster, conn, pName, podName(name, primary.ordinal), ctx);
   if (!replica.configured || replica.sourceHost !== source.host || replica.sourcePort !== source.port) {
-    const state = await readServer(conn);
+    const state = found;
     let errant = errantTransactions(primary.conn.server.flavor, primary.state.history, state.history);
     // The primary was read earlier in this reconcile. Under writes, a replica fed through another server
     // (the old primary, right after a switchover) already holds transactions the primary committed since:

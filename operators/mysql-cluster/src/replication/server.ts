@@ -111,6 +111,21 @@ export async function preparePrimary(conn: InstanceConnection, state: ServerStat
   return done;
 }
 
+/**
+ * Turns writes off (or on) for accounts without SUPER (MariaDB read_only) or for
+ * every account (MySQL super_read_only, which implies read_only).
+ */
+export async function setReadOnly(conn: InstanceConnection, on: boolean): Promise<void> {
+  const value = on ? "ON" : "OFF";
+  if (conn.server.flavor === "MySQL") {
+    // super_read_only also stops accounts with SUPER; turning it off must come first, on last.
+    if (on) await conn.query(`SET GLOBAL super_read_only = ${value}`);
+    else await conn.query(`SET GLOBAL super_read_only = ${value}`).then(() => conn.query(`SET GLOBAL read_only = ${value}`));
+    return;
+  }
+  await conn.query(`SET GLOBAL read_only = ${value}`);
+}
+
 export async function setServerId(conn: InstanceConnection, serverId: number): Promise<void> {
   await conn.query("SET GLOBAL server_id = ?", [serverId]);
 }

@@ -7,7 +7,7 @@
 import type { Clock } from "@stateward/core";
 import type { InstanceConnection } from "@stateward/mysql";
 import { awaitApplied } from "./catch-up.ts";
-import { readServer, stopReplica } from "./server.ts";
+import { readServer, setReadOnly, stopReplica } from "./server.ts";
 
 export class SwitchoverError extends Error {
   override readonly name = "SwitchoverError";
@@ -18,17 +18,6 @@ export interface SwitchoverResult {
   position: string;
   /** How long writes were refused (read-only to promotion), in milliseconds. */
   readOnlyMs: number;
-}
-
-async function setReadOnly(conn: InstanceConnection, on: boolean): Promise<void> {
-  const value = on ? "ON" : "OFF";
-  if (conn.server.flavor === "MySQL") {
-    // super_read_only also stops accounts with SUPER; turning it off must come first, on last.
-    if (on) await conn.query(`SET GLOBAL super_read_only = ${value}`);
-    else await conn.query(`SET GLOBAL super_read_only = ${value}`).then(() => conn.query(`SET GLOBAL read_only = ${value}`));
-    return;
-  }
-  await conn.query(`SET GLOBAL read_only = ${value}`);
 }
 
 export interface SwitchoverOptions {
