@@ -12,7 +12,6 @@
 //   timeout, and the pool's idle connections are dropped (the pool is replaced) when a request on
 //   it timed out or a watch was found silent: the path to the server they share may be dead.
 import type { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import type { HttpMethod } from "@kubernetes/client-node";
 import { RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";
 import type { RequestOptions as HttpsRequestOptions } from "node:https";
 import { Agent, type Dispatcher } from "undici";
@@ -120,10 +119,10 @@ export class ApiConnections {
    * carries.
    */
   private async dispatcher(timeouts: { headersTimeout: number; bodyTimeout: number }): Promise<Dispatcher> {
-    const ctx = new RequestContext(this.server, "GET" as HttpMethod);
+    const ctx = new RequestContext(this.server, "GET");
     await this.kubeConfig.applySecurityAuthentication(ctx);
     // No TLS material at all (plain HTTP to a test server): client-node leaves it to fetch's global one.
-    const base = (ctx.getDispatcher() as Dispatcher | undefined) ?? new Agent();
+    const base = ctx.getDispatcher() ?? new Agent();
     return base.compose((dispatch) => (opts, handler) => dispatch({ ...opts, ...timeouts }, handler));
   }
 }

@@ -6,7 +6,8 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
@@ -26,7 +27,7 @@ let server: Server;
 let url: string;
 let connections = 0;
 const seen: { authorization?: string; clientCert: boolean; subject?: string }[] = [];
-const openSockets = new Set<import("node:net").Socket>();
+const openSockets = new Set<Socket>();
 /** Requests answered on each connection so far (to drop the second one on a kept-alive connection). */
 const served = new WeakMap<object, number>();
 let dropReused = false;
@@ -39,7 +40,7 @@ beforeAll(async () => {
     openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "1", "-extfile", `${name}.ext`]);
   }
   server = createServer({ key: pem("server.key"), cert: pem("server.crt"), ca: pem("ca.crt"), requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    const socket = req.socket as import("node:tls").TLSSocket;
+    const socket = req.socket as TLSSocket;
     const n = (served.get(socket) ?? 0) + 1;
     served.set(socket, n);
     // The server closing a kept-alive connection just as the next request arrives, unanswered.

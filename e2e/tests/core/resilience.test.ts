@@ -177,6 +177,31 @@ describe("informers under failure", () => {
   });
 });
 
+describe("connections to the API server", () => {
+  it("sends sequential requests over far fewer connections than requests", async () => {
+    const { kc, proxy } = await proxiedKubeConfig("pool");
+    const pooled = new KubeClient({ kubeConfig: kc, fieldManager: "e2e-test" });
+    for (let i = 0; i < 30; i++) await pooled.get(builtin.namespace, undefined, "res");
+    // Before the shared pool: one connection (and TLS handshake) per request, 30.
+    expect(proxy.accepted).toBeLessThanOrEqual(3);
+  });
+
+  it("fails a request on a pooled connection gone half-open within its timeout, and the next one succeeds on a new connection", async () => {
+    const { kc, proxy } = await proxiedKubeConfig("half-open");
+    const pooled = new KubeClient({ kubeConfig: kc, fieldManager: "e2e-test", requestTimeoutMs: 2_000 });
+    for (let i = 0; i < 3; i++) await pooled.get(builtin.namespace, undefined, "res");
+    const before = proxy.accepted;
+    expect(proxy.freeze()).toBeGreaterThan(0);
+    const started = Date.now();
+    await expect(pooled.get(builtin.namespace, undefined, "res")).rejects.toThrow();
+    const failedAfterMs = Date.now() - started;
+    expect(failedAfterMs).toBeGreaterThanOrEqual(1_900);
+    expect(failedAfterMs).toBeLessThan(6_000);
+    expect((await pooled.get(builtin.namespace, undefined, "res")).metadata.name).toBe("res");
+    expect(proxy.accepted).toBeGreaterThan(before);
+  });
+});
+
 describe("leader election", () => {
   it("lets exactly one of two managers reconcile, and hands over within the lease duration when the leader vanishes", async () => {
     const lease = { namespace: "res", name: "widget-le", leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
