@@ -9,8 +9,9 @@
 // - every watch gets a connection of its own, destroyed when the watch ends, is aborted or fails:
 //   a watch restarted after its connection went silent never goes back onto a dead connection;
 // - a pooled connection that went half-open cannot hang a request for longer than the request
-//   timeout, and the pool's idle connections are dropped (the pool is replaced) when a request on
-//   it timed out or a watch was found silent: the path to the server they share may be dead.
+//   timeout, and the pool is replaced when a request on it timed out (its idle connections
+//   dropped) or a watch was found silent (its running requests failed at once too): the path to
+//   the server they share may be dead.
 import type { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";
 import type { RequestOptions as HttpsRequestOptions } from "node:https";
@@ -90,12 +91,14 @@ export class ApiConnections {
   }
 
   /**
-   * Drops the shared pool's idle connections: the next short request opens a new one. Requests
-   * still running on the old pool finish (or time out) first. Called when a request on the pool
-   * timed out or a watch went silent — a half-open path leaves the idle connections just as dead.
+   * Replaces the shared pool: the next short request opens a new connection. Its idle connections
+   * close now; its running requests finish (or time out) first with "finish" — after one of them
+   * timed out — or fail at once with "abort" — when a watch went silent: the path they share is
+   * most likely dead, and each would otherwise hang until its own timeout (holding its reconcile,
+   * and with it the next reconcile of the same object).
    */
-  renew(): void {
-    this.replaceShared(undefined);
+  renew(running: "finish" | "abort"): void {
+    this.replaceShared(undefined, running);
   }
 
   /** A connection of its own for one watch; the caller destroys it when the watch ends. */
@@ -105,11 +108,11 @@ export class ApiConnections {
     return this.dispatcher({ headersTimeout: this.timeouts.headersMs, bodyTimeout: 0 });
   }
 
-  private replaceShared(next: { material: TlsMaterial; dispatcher: Promise<Dispatcher> } | undefined): void {
+  private replaceShared(next: { material: TlsMaterial; dispatcher: Promise<Dispatcher> } | undefined, running: "finish" | "abort" = "finish"): void {
     const previous = this.shared?.dispatcher;
     this.shared = next;
-    // Graceful: requests still on the old pool finish first; its idle connections close now.
-    void previous?.then((d) => d.close()).catch(() => undefined);
+    // "finish": requests still on the old pool complete first; its idle connections close now.
+    void previous?.then((d) => (running === "abort" ? d.destroy() : d.close())).catch(() => undefined);
   }
 
   /**

@@ -119,11 +119,11 @@ export class KubeClient {
   }
 
   /**
-   * Drops the idle connections of the shared pool (requests still running finish): for a caller
-   * that found the path to the server dead, e.g. an informer whose watch went silent.
+   * Replaces the shared pool and fails the requests running on it: for a caller that found the
+   * path to the server dead, e.g. an informer whose watch went silent (see ApiConnections.renew).
    */
   renewConnections(): void {
-    this.connections.renew();
+    this.connections.renew("abort");
   }
 
   get host(): string {
@@ -166,7 +166,7 @@ export class KubeClient {
     } catch (err) {
       this.observe?.({ verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
       if (stream) void dispatcher.destroy().catch(() => undefined);
-      else if (timedOut(err)) this.connections.renew();
+      else if (timedOut(err)) this.connections.renew("finish");
       throw err;
     }
   }
@@ -178,7 +178,7 @@ export class KubeClient {
     try {
       text = await res.text();
     } catch (err) {
-      if (timedOut(err)) this.connections.renew();
+      if (timedOut(err)) this.connections.renew("finish");
       throw err;
     }
     if (!res.ok) throw ApiError.fromBody(res.status, text, `${opts.verb ?? method} ${path}`);

@@ -125,8 +125,9 @@ describe("informers under failure", () => {
     const before = stats(manager).watchdogRestarts;
     expect(proxy.freeze()).toBeGreaterThan(0);
     await client.patch(W, "res", "silent", { spec: { message: "two" } });
-    // Idle keep-alive sockets frozen with the watch may be picked for the next requests; each hangs
-    // until its own timeout before a fresh connection is made, so give it up to a minute.
+    // The restarted watch opens a connection of its own, and the watchdog drops the pool's idle
+    // connections (frozen with the watch): seconds, here. Up to a minute is left for a request that
+    // was already running on a frozen connection to wait out its 30 s timeout.
     await until("change seen through a new watch", client, "silent", "two", 60_000);
     expect(stats(manager).watchdogRestarts).toBeGreaterThan(before);
   });
