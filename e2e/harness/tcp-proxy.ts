@@ -15,6 +15,8 @@ export class TcpProxy {
   /** When the shared link is free again (throttled): each chunk waits its turn. */
   private linkFreeAt = 0;
   port = 0;
+  /** Connections accepted and forwarded so far (not those refused while blocked). */
+  accepted = 0;
 
   constructor(target: { host: string; port: number }) {
     this.target = target;
@@ -33,6 +35,7 @@ export class TcpProxy {
       client.destroy();
       return;
     }
+    this.accepted++;
     const upstream = connect(this.target.port, this.target.host);
     const pair = { client, upstream, frozen: this.freezeNew === "silent" };
     this.pairs.add(pair);

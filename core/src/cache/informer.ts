@@ -271,6 +271,10 @@ export class Informer<T extends KubeObject = KubeObject> {
     } catch (err) {
       if (silent) {
         this.stats.watchdogRestarts++;
+        // The watch's own connection is gone with it; the short requests' pooled connections shared
+        // its path to the server and may be just as dead (a half-open link): replaced, and the
+        // requests running on them fail now instead of at their timeout (their reconciles retry).
+        this.client.renewConnections();
         this.log.info("watch was silent too long; restarting it", {
           kind: this.resource.kind,
           namespace: this.opts.namespace,

@@ -5,11 +5,9 @@
 // optimistic-concurrency update, status subresource, merge patch, server-side
 // apply — and reports every request to an optional observer (metrics, tests
 // that count writes).
-import type { HttpMethod, KubeConfig } from "@kubernetes/client-node";
-// The module itself, not the package's index: the index loads client-node's whole generated API
-// client (every group and model), which the manager never uses (docs/performance.md).
-import { RequestContext } from "@kubernetes/client-node/dist/gen/http/http.js";
-import { fetch } from "undici";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { fetch, type Dispatcher, type Response } from "undici";
+import { ApiConnections } from "./connections.ts";
 import { ApiError } from "./errors.ts";
 import type { KubeList, KubeObject } from "./object.ts";
 import { resourcePath, type ResourceType } from "./resource.ts";
@@ -28,7 +26,11 @@ export interface KubeClientOptions {
   kubeConfig: KubeConfig;
   /** Field manager for server-side apply and other writes. Defaults to "stateward". */
   fieldManager?: string;
-  /** Timeout of a non-watch request. Defaults to 30 s (client-go has none; a hung request must not hang a reconcile forever). */
+  /**
+   * Timeout of a non-watch request, also the bound on waiting for any answer's headers and for
+   * each chunk of a short request's body. Defaults to 30 s (client-go has none; a hung request —
+   * e.g. on a pooled connection that went half-open — must not hang a reconcile forever).
+   */
   requestTimeoutMs?: number;
   /** Called after every request. */
   observe?: (o: RequestObservation) => void;
@@ -102,6 +104,8 @@ export class KubeClient {
   private readonly server: string;
   private readonly timeoutMs: number;
   private readonly observe: ((o: RequestObservation) => void) | undefined;
+  /** The shared pool of short requests and the watches' own connections (see connections.ts). */
+  readonly connections: ApiConnections;
 
   constructor(opts: KubeClientOptions) {
     this.kubeConfig = opts.kubeConfig;
@@ -111,18 +115,28 @@ export class KubeClient {
     const cluster = opts.kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error("the kubeconfig has no current cluster");
     this.server = cluster.server.replace(/\/+$/, "");
+    this.connections = new ApiConnections(opts.kubeConfig, this.server, { headersMs: this.timeoutMs, bodyMs: this.timeoutMs });
+  }
+
+  /**
+   * Replaces the shared pool and fails the requests running on it: for a caller that found the
+   * path to the server dead, e.g. an informer whose watch went silent (see ApiConnections.renew).
+   */
+  renewConnections(): void {
+    this.connections.renew("abort");
   }
 
   get host(): string {
     return new URL(this.server).host;
   }
 
-  private async send(method: string, path: string, opts: RequestOptions, stream: boolean) {
+  private async send(method: string, path: string, opts: RequestOptions, stream: true): Promise<{ res: Response; dispatcher: Dispatcher }>;
+  private async send(method: string, path: string, opts: RequestOptions, stream: false): Promise<{ res: Response }>;
+  private async send(method: string, path: string, opts: RequestOptions, stream: boolean): Promise<{ res: Response; dispatcher?: Dispatcher }> {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
-    const ctx = new RequestContext(url.toString(), method as HttpMethod);
-    await this.kubeConfig.applySecurityAuthentication(ctx);
-    const headers: Record<string, string> = { ...ctx.getHeaders(), accept: opts.accept ?? "application/json" };
+    const credentials = await this.connections.credentials();
+    const headers: Record<string, string> = { ...credentials.headers, accept: opts.accept ?? "application/json" };
     let body: string | undefined;
     if (opts.body !== undefined) {
       headers["content-type"] = opts.contentType ?? "application/json";
@@ -131,28 +145,42 @@ export class KubeClient {
     const signals = [opts.signal, stream ? undefined : AbortSignal.timeout(this.timeoutMs)].filter(
       (s): s is AbortSignal => s !== undefined,
     );
+    const signal = signals.length ? AbortSignal.any(signals) : undefined;
     const started = performance.now();
     const verb = opts.verb ?? (method as Verb);
+    const dispatcher = stream ? await this.connections.forWatch() : await this.connections.pool(credentials.material);
+    const attempt = () => fetch(url, { method, headers, body, signal, dispatcher });
     try {
-      const res = await fetch(url, {
-        method,
-        headers,
-        body,
-        signal: signals.length ? AbortSignal.any(signals) : undefined,
-        dispatcher: ctx.getDispatcher(),
-      });
+      let res: Response;
+      try {
+        res = await attempt();
+      } catch (err) {
+        // A kept-alive connection the server closed or reset just as the request went out (nothing
+        // answered): a GET is sent again once, on another connection, as Go's transport does. Not
+        // a PUT or DELETE: repeated after it took effect, it would answer 409 or 404.
+        if (stream || method !== "GET" || !connectionLost(err) || signal?.aborted) throw err;
+        res = await attempt();
+      }
       this.observe?.({ verb, path, status: res.status, seconds: (performance.now() - started) / 1000 });
-      return res;
+      return { res, dispatcher: stream ? dispatcher : undefined };
     } catch (err) {
       this.observe?.({ verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
+      if (stream) void dispatcher.destroy().catch(() => undefined);
+      else if (timedOut(err)) this.connections.renew("finish");
       throw err;
     }
   }
 
   /** One request; parses JSON; throws ApiError for a non-2xx answer. */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const res = await this.send(method, path, opts, false);
-    const text = await res.text();
+    const { res } = await this.send(method, path, opts, false);
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      if (timedOut(err)) this.connections.renew("finish");
+      throw err;
+    }
     if (!res.ok) throw ApiError.fromBody(res.status, text, `${opts.verb ?? method} ${path}`);
     return (text ? JSON.parse(text) : {}) as T;
   }
@@ -184,7 +212,7 @@ export class KubeClient {
    */
   async *watch<T extends KubeObject>(rt: ResourceType, opts: WatchOptions): AsyncGenerator<WatchEvent<T>> {
     const path = resourcePath(rt, opts.namespace);
-    const res = await this.send("GET", path, {
+    const { res, dispatcher } = await this.send("GET", path, {
       verb: "WATCH",
       signal: opts.signal,
       accept: opts.metadataOnly ? METADATA_ACCEPT : undefined,
@@ -197,17 +225,22 @@ export class KubeClient {
         timeoutSeconds: opts.timeoutSeconds,
       },
     }, true);
-    if (!res.ok || !res.body) throw ApiError.fromBody(res.status, await res.text(), `WATCH ${path}`);
-    const decoder = new TextDecoder();
-    let buffered = "";
-    for await (const chunk of res.body) {
-      buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-      let nl: number;
-      while ((nl = buffered.indexOf("\n")) >= 0) {
-        const line = buffered.slice(0, nl).trim();
-        buffered = buffered.slice(nl + 1);
-        if (line) yield JSON.parse(line) as WatchEvent<T>;
+    // The watch's own connection goes with it, whichever way it ends: a restarted watch opens a new one.
+    try {
+      if (!res.ok || !res.body) throw ApiError.fromBody(res.status, await res.text(), `WATCH ${path}`);
+      const decoder = new TextDecoder();
+      let buffered = "";
+      for await (const chunk of res.body) {
+        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+        let nl: number;
+        while ((nl = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, nl).trim();
+          buffered = buffered.slice(nl + 1);
+          if (line) yield JSON.parse(line) as WatchEvent<T>;
+        }
       }
+    } finally {
+      void dispatcher.destroy().catch(() => undefined);
     }
   }
 
@@ -278,4 +311,18 @@ export class KubeClient {
         : undefined,
     });
   }
+}
+
+const LOST_CONNECTION = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
+
+/** fetch failed because the connection closed or reset under the request (undici's error is the cause). */
+function connectionLost(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string } } | undefined)?.cause;
+  return LOST_CONNECTION.has(cause?.code ?? "");
+}
+
+/** The request's own timeout, or undici's headers or body timeout. */
+function timedOut(err: unknown): boolean {
+  const e = err as { name?: string; cause?: { code?: string } } | undefined;
+  return e?.name === "TimeoutError" || e?.cause?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.cause?.code === "UND_ERR_BODY_TIMEOUT";
 }

@@ -125,8 +125,9 @@ describe("informers under failure", () => {
     const before = stats(manager).watchdogRestarts;
     expect(proxy.freeze()).toBeGreaterThan(0);
     await client.patch(W, "res", "silent", { spec: { message: "two" } });
-    // Idle keep-alive sockets frozen with the watch may be picked for the next requests; each hangs
-    // until its own timeout before a fresh connection is made, so give it up to a minute.
+    // The restarted watch opens a connection of its own, and the watchdog drops the pool's idle
+    // connections (frozen with the watch): seconds, here. Up to a minute is left for a request that
+    // was already running on a frozen connection to wait out its 30 s timeout.
     await until("change seen through a new watch", client, "silent", "two", 60_000);
     expect(stats(manager).watchdogRestarts).toBeGreaterThan(before);
   });
@@ -174,6 +175,31 @@ describe("informers under failure", () => {
     await waitFor("k2 finalized and gone", () => gone(client, "k2"), 30_000);
     const k3 = await client.get<Widget>(W, "res", "k3");
     expect(findCondition(k3.status?.conditions, "Ready")?.status).toBe("True");
+  });
+});
+
+describe("connections to the API server", () => {
+  it("sends sequential requests over far fewer connections than requests", async () => {
+    const { kc, proxy } = await proxiedKubeConfig("pool");
+    const pooled = new KubeClient({ kubeConfig: kc, fieldManager: "e2e-test" });
+    for (let i = 0; i < 30; i++) await pooled.get(builtin.namespace, undefined, "res");
+    // Before the shared pool: one connection (and TLS handshake) per request, 30.
+    expect(proxy.accepted).toBeLessThanOrEqual(3);
+  });
+
+  it("fails a request on a pooled connection gone half-open within its timeout, and the next one succeeds on a new connection", async () => {
+    const { kc, proxy } = await proxiedKubeConfig("half-open");
+    const pooled = new KubeClient({ kubeConfig: kc, fieldManager: "e2e-test", requestTimeoutMs: 2_000 });
+    for (let i = 0; i < 3; i++) await pooled.get(builtin.namespace, undefined, "res");
+    const before = proxy.accepted;
+    expect(proxy.freeze()).toBeGreaterThan(0);
+    const started = Date.now();
+    await expect(pooled.get(builtin.namespace, undefined, "res")).rejects.toThrow();
+    const failedAfterMs = Date.now() - started;
+    expect(failedAfterMs).toBeGreaterThanOrEqual(1_900);
+    expect(failedAfterMs).toBeLessThan(6_000);
+    expect((await pooled.get(builtin.namespace, undefined, "res")).metadata.name).toBe("res");
+    expect(proxy.accepted).toBeGreaterThan(before);
   });
 });
 

@@ -81,7 +81,7 @@ export async function dropAccount(conn: InstanceConnection, account: Account): P
 }
 
 export async function showGrants(conn: InstanceConnection, account: Account): Promise<ParsedGrant[]> {
-  const rows = await conn.query(`SHOW GRANTS FOR ${quoteAccount(account.user, account.host)}`);
+  const rows = await conn.query(`SHOW GRANTS FOR ${quoteAccount(account.user, account.host)}`, [], [], { columnsNamedByData: true });
   // One column, named "Grants for <user>@<host>".
   return parseShowGrants(rows.map((row) => String(Object.values(row)[0])));
 }

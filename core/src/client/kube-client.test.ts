@@ -1,0 +1,172 @@
+// KubeClient against a local HTTPS server that asks for a client certificate,
+// as kube-apiserver does: every request must be authenticated, and requests
+// must share connections instead of paying a TCP + TLS handshake (with a
+// client certificate) each — on both ends (docs/performance.md) — while every
+// watch has a connection of its own, and a rotated certificate a new pool.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo, Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KubeClient } from "./kube-client.ts";
+import { resourceType } from "./resource.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "kube-client-test-"));
+const pem = (name: string) => readFileSync(join(dir, name));
+const b64 = (name: string) => pem(name).toString("base64");
+
+function openssl(args: string[]): void {
+  execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+}
+
+let server: Server;
+let url: string;
+let connections = 0;
+const seen: { authorization?: string; clientCert: boolean; subject?: string }[] = [];
+const openSockets = new Set<Socket>();
+/** Requests answered on each connection so far (to drop the second one on a kept-alive connection). */
+const served = new WeakMap<object, number>();
+let dropReused = false;
+
+beforeAll(async () => {
+  openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca"]);
+  for (const [name, ext] of [["server", "subjectAltName=IP:127.0.0.1"], ["client", "extendedKeyUsage=clientAuth"], ["rotated", "extendedKeyUsage=clientAuth"]] as const) {
+    writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
+    openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", `/CN=${name}`]);
+    openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "1", "-extfile", `${name}.ext`]);
+  }
+  server = createServer({ key: pem("server.key"), cert: pem("server.crt"), ca: pem("ca.crt"), requestCert: true, rejectUnauthorized: true }, (req, res) => {
+    const socket = req.socket as TLSSocket;
+    const n = (served.get(socket) ?? 0) + 1;
+    served.set(socket, n);
+    // The server closing a kept-alive connection just as the next request arrives, unanswered.
+    if (dropReused && n > 1) {
+      socket.destroy();
+      return;
+    }
+    seen.push({ authorization: req.headers.authorization, clientCert: socket.authorized === true, subject: String(socket.getPeerCertificate().subject?.CN) });
+    res.setHeader("content-type", "application/json");
+    if (req.url?.includes("watch=true")) {
+      // A watch: one event, then the stream stays open until the client goes.
+      res.write(`${JSON.stringify({ type: "ADDED", object: { metadata: { name: "x", namespace: "ns" } } })}\n`);
+      return;
+    }
+    res.end(JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "ns" } }));
+  });
+  server.on("secureConnection", (socket) => {
+    connections++;
+    openSockets.add(socket);
+    socket.on("close", () => openSockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  if (server) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function kubeConfig(user: Record<string, string>): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "c", server: url, caData: b64("ca.crt"), skipTLSVerify: false }],
+    users: [{ name: "u", ...user }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return kc;
+}
+
+const configMaps = resourceType("v1", "ConfigMap", "configmaps");
+
+describe("KubeClient connections", () => {
+  it("authenticates every request with the client certificate and reuses one connection", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }) });
+    connections = 0;
+    seen.length = 0;
+    for (let i = 0; i < 20; i++) await client.get(configMaps, "ns", "x");
+    await Promise.all(Array.from({ length: 10 }, () => client.get(configMaps, "ns", "x")));
+    expect(seen).toHaveLength(30);
+    expect(seen.every((s) => s.clientCert)).toBe(true);
+    // Sequential requests share one; the 10 concurrent ones may open a few more.
+    expect(connections).toBeLessThanOrEqual(11);
+    expect(connections).toBeGreaterThanOrEqual(1);
+  });
+
+  it("sends the current token with every request", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key"), token: "t0ken" }) });
+    seen.length = 0;
+    connections = 0;
+    for (let i = 0; i < 5; i++) await client.get(configMaps, "ns", "x");
+    expect(seen.map((s) => s.authorization)).toEqual(Array(5).fill("Bearer t0ken"));
+    // Before: one connection per request.
+    expect(connections).toBeLessThan(5);
+  });
+});
+
+describe("KubeClient connections beyond the shared pool", () => {
+  it("opens a connection of its own for every watch and closes it when the watch ends", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }) });
+    await client.get(configMaps, "ns", "x");
+    connections = 0;
+    for (let i = 0; i < 2; i++) {
+      const watch = client.watch(configMaps, { namespace: "ns" });
+      expect((await watch.next()).value).toMatchObject({ type: "ADDED" });
+      const open = openSockets.size;
+      await watch.return(undefined);
+      // The watch's connection is destroyed, not handed back to a pool.
+      await waitUntil(() => openSockets.size === open - 1);
+    }
+    expect(connections).toBe(2);
+    // Short requests still go over the pool's kept-alive connection.
+    await client.get(configMaps, "ns", "x");
+    expect(connections).toBe(2);
+  });
+
+  it("moves to a new pool when the client certificate file is rotated", async () => {
+    const certFile = join(dir, "current.crt");
+    const keyFile = join(dir, "current.key");
+    writeFileSync(certFile, pem("client.crt"));
+    writeFileSync(keyFile, pem("client.key"));
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certFile, keyFile }) });
+    seen.length = 0;
+    connections = 0;
+    for (let i = 0; i < 3; i++) await client.get(configMaps, "ns", "x");
+    const beforeRotation = connections;
+    writeFileSync(certFile, pem("rotated.crt"));
+    writeFileSync(keyFile, pem("rotated.key"));
+    for (let i = 0; i < 3; i++) await client.get(configMaps, "ns", "x");
+    expect(seen.map((s) => s.subject)).toEqual(["client", "client", "client", "rotated", "rotated", "rotated"]);
+    // A new pool, with connections of its own (undici may open a second one while it releases the first).
+    expect(connections).toBeGreaterThan(beforeRotation);
+    expect(client.connections.made.pools).toBe(2);
+  });
+
+  it("sends a GET again when its kept-alive connection was closed under it, but not a PUT", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }) });
+    dropReused = true;
+    try {
+      seen.length = 0;
+      for (let i = 0; i < 3; i++) await client.get(configMaps, "ns", "x");
+      expect(seen).toHaveLength(3);
+      await expect(
+        client.update(configMaps, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "ns", resourceVersion: "1" } }),
+      ).rejects.toThrow();
+    } finally {
+      dropReused = false;
+    }
+  });
+});
+
+async function waitUntil(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(condition()).toBe(true);
+}
