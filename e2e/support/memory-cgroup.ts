@@ -23,7 +23,7 @@ export function memoryCgroupUnavailable(): string | undefined {
 }
 
 export interface MemoryCgroupUsage {
-  /** memory.max_usage_in_bytes: the highest charge since creation or the last resetPeak(), page cache included. */
+  /** memory.max_usage_in_bytes: the highest charge since the cgroup was made, page cache included. */
   peakBytes: number;
   /** memory.failcnt: how often the charge reached the limit (the kernel then reclaimed, e.g. page cache). */
   limitHits: number;
@@ -40,8 +40,6 @@ export interface MemoryCgroup {
   /** `command args…` as a command that first joins this cgroup, then execs (same pid). */
   wrap(command: string, args: readonly string[]): { command: string; args: string[] };
   usage(): MemoryCgroupUsage;
-  /** Starts memory.max_usage_in_bytes afresh from the current charge. */
-  resetPeak(): void;
   /** Removes the cgroup; its processes must have exited (retries while the kernel lets go of them). */
   remove(): Promise<void>;
 }
@@ -82,7 +80,6 @@ export function createMemoryCgroup(limitBytes: number, name = `stateward-test-${
         cacheBytes: statField(stat, "cache"),
       };
     },
-    resetPeak: () => writeFileSync(join(path, "memory.max_usage_in_bytes"), "0"),
     remove: async () => {
       for (let attempt = 0; ; attempt++) {
         try {
