@@ -6,7 +6,8 @@
 // row number and a per-column salt): the same `rows` gives the same data
 // every run. At 4 M rows a table mariadb-dump writes 1.21 GB of SQL, which
 // gzip -6 turns into 281 MB (4.3×): close to the reference's 1.19 GB and
-// 286 MB, so the compressor does about as much work per byte.
+// 286 MB, so the compressor does about as much work per byte. wideShape is
+// the same idea with fewer, wider rows, for a test that needs a gigabyte fast.
 import mysql from "mysql2/promise";
 import { quoteIdentifier } from "@stateward/mysql";
 
@@ -21,6 +22,12 @@ export interface ServerLogin {
 
 export function connect(server: ServerLogin): Promise<mysql.Connection> {
   return mysql.createConnection({ host: server.host, port: server.port, user: server.user, password: server.password, charset: "utf8mb4" });
+}
+
+/** A table's definition and the SELECT that generates its rows from a sequence table. */
+export interface TableShape {
+  columns: string;
+  select(source: string): string;
 }
 
 const columns = `(
@@ -51,18 +58,48 @@ const rowSelect = (source: string) => `SELECT seq,
          ELT(1 + CRC32(CONCAT(@salt, 's', seq)) % 5, 'pending', 'packed', 'shipped', 'delivered', 'returned'))
 FROM ${source}`;
 
+/** PERF-NOTES.md's reference rows: about 151 bytes of SQL each, 4.3× smaller once gzipped. */
+export const benchShape: TableShape = { columns, select: rowSelect };
+
+/**
+ * Wider rows (about 590 bytes of SQL, 5.7× smaller gzipped: words, an MD5, a
+ * SHA-256): a given size of SQL in a quarter of the rows, so a test can have
+ * a gigabyte in about 30 s where the bench's shape takes minutes (the server
+ * spends its time per row, not per byte).
+ */
+export const wideShape: TableShape = {
+  columns: `(
+  id INT NOT NULL PRIMARY KEY,
+  customer VARCHAR(64) NOT NULL,
+  amount DECIMAL(12,2) NOT NULL,
+  detail TEXT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+  select: (source) => `SELECT seq,
+  CONCAT(ELT(1 + CRC32(CONCAT(@salt, 'f', seq)) % 8, 'alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi'), '-', CONV(CRC32(CONCAT(@salt, 'n', seq)), 10, 36)),
+  (CRC32(CONCAT(@salt, 'a', seq)) % 100000000) / 100,
+  CONCAT_WS(' ',
+    'order', seq, 'shipped to', ELT(1 + CRC32(CONCAT(@salt, 'c', seq)) % 8, 'Amsterdam', 'Lisbon', 'Kraków', 'Osaka', 'Montréal', 'Nairobi', 'Santiago', 'Auckland'),
+    'via', ELT(1 + CRC32(CONCAT(@salt, 'v', seq)) % 4, 'DHL', 'UPS', 'FedEx', 'PostNL'), 'tracking', MD5(CONCAT(@salt, 'k', seq)),
+    'status', ELT(1 + CRC32(CONCAT(@salt, 's', seq)) % 5, 'pending', 'packed', 'shipped', 'delivered', 'returned'),
+    'items', REPEAT(CONCAT('sku-', CONV(CRC32(CONCAT(@salt, 'i', seq)), 10, 36), ' x', 1 + seq % 7, '; '), 12),
+    'note', SHA2(CONCAT(@salt, 'h', seq), 256), 'customer comment:',
+    REPEAT(ELT(1 + CRC32(CONCAT(@salt, 'w', seq)) % 6, 'please leave at the door ', 'call before delivery ', 'fragile, handle with care ',
+                'gift wrap requested ', 'deliver after 6pm ', 'no signature needed '), 8))
+FROM ${source}`,
+};
+
 /**
  * Creates `database` with both tables of `rows` rows, one table per
  * connection at once (a core each). Returns how long it took.
  */
-export async function createBenchDatabase(server: ServerLogin, database: string, rows: number): Promise<number> {
+export async function createBenchDatabase(server: ServerLogin, database: string, rows: number, shape: TableShape = benchShape): Promise<number> {
   if (!Number.isSafeInteger(rows) || rows < 1) throw new Error(`rows must be a positive integer, not ${rows}`);
   const db = quoteIdentifier(database, "database");
   const t0 = performance.now();
   const admin = await connect(server);
   try {
     await admin.query(`CREATE DATABASE ${db}`);
-    for (const t of benchTables) await admin.query(`CREATE TABLE ${db}.${quoteIdentifier(t)} ${columns}`);
+    for (const t of benchTables) await admin.query(`CREATE TABLE ${db}.${quoteIdentifier(t)} ${shape.columns}`);
   } finally {
     await admin.end();
   }
@@ -72,7 +109,7 @@ export async function createBenchDatabase(server: ServerLogin, database: string,
       try {
         await conn.query("SET @salt = ?", [`t${i}`]);
         // `rows` is a checked integer: the sequence engine's table name is not a value that can be a parameter.
-        await conn.query(`INSERT INTO ${db}.${quoteIdentifier(t)} ${rowSelect(`${db}.seq_1_to_${rows}`)}`);
+        await conn.query(`INSERT INTO ${db}.${quoteIdentifier(t)} ${shape.select(`${db}.seq_1_to_${rows}`)}`);
       } finally {
         await conn.end();
       }

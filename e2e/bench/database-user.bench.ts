@@ -22,7 +22,6 @@ import {
   Manager,
   builtin,
   captureLogs,
-  findCondition,
   resourcePath,
   type KubeClient,
   type RequestObservation,
@@ -31,6 +30,7 @@ import { MySQLInstanceKind, type StatementObservation } from "@stateward/mysql";
 import { DatabaseUserKind, createDatabaseUserOperator, type DatabaseUser } from "@stateward/operator-database-user";
 import mysql from "mysql2/promise";
 import type { EnvironmentInfo } from "../harness/index.ts";
+import { createDatabaseUsers, databaseUserReady } from "../support/database-users.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../support/kube.ts";
 import { waitFor } from "../support/wait.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
@@ -103,14 +103,6 @@ async function startManager(kubeconfig: string, namespace: string): Promise<Obse
   };
 }
 
-async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
 /** Queue empty and no reconcile counted for `windowMs`: the controller is idle. Returns the reconcile count. */
 async function waitIdle(manager: Manager, minReconciles: number, timeoutMs: number, windowMs = 500): Promise<number> {
   const until = performance.now() + timeoutMs;
@@ -129,11 +121,6 @@ async function waitIdle(manager: Manager, minReconciles: number, timeoutMs: numb
     await sleep(50);
   }
 }
-
-const isReady = (u: DatabaseUser) => {
-  const c = findCondition(u.status?.conditions, "Ready");
-  return c?.status === "True" && c.observedGeneration === u.metadata.generation;
-};
 
 async function run(env: EnvironmentInfo): Promise<BenchResult> {
   if (Number.isNaN(USERS)) throw new Error(`BENCH_DBU_USERS must be a positive whole number of DatabaseUsers, not ${process.env.BENCH_DBU_USERS}`);
@@ -161,7 +148,7 @@ async function runInProcess(env: EnvironmentInfo): Promise<BenchResult> {
     running.push(first);
     watch.onEvent<DatabaseUser>(DBU, (e) => {
       const name = e.obj.metadata.name ?? "";
-      if (e.type !== "delete" && isReady(e.obj)) ready.add(name);
+      if (e.type !== "delete" && databaseUserReady(e.obj)) ready.add(name);
       else ready.delete(name);
       if (ready.size >= USERS) allReadyAt ??= performance.now();
     });
@@ -179,21 +166,7 @@ async function runInProcess(env: EnvironmentInfo): Promise<BenchResult> {
 
     // 2. Create, until all Ready and idle.
     const t0 = performance.now();
-    const names = Array.from({ length: USERS }, (_, i) => `u-${String(i).padStart(4, "0")}`);
-    await inParallel(names, CREATES_IN_FLIGHT, async (name) => {
-      await client.create(builtin.secret, { metadata: { name, namespace: ns }, stringData: { password: `pw-${name}-${ns}` } });
-      await client.create<DatabaseUser>(DBU, {
-        apiVersion: DatabaseUserKind.apiVersion,
-        kind: DatabaseUserKind.kind,
-        metadata: { name, namespace: ns },
-        spec: {
-          instanceRef: { name: "db" },
-          user: `${prefix}${name.slice(2)}`,
-          passwordSecretRef: { name },
-          grants: [{ privileges: ["SELECT", "INSERT", "UPDATE", "DELETE"], database: `${prefix}app` }],
-        },
-      });
-    });
+    await createDatabaseUsers(client, { namespace: ns, count: USERS, instance: "db", accountPrefix: prefix, inFlight: CREATES_IN_FLIGHT });
     const createdS = (performance.now() - t0) / 1000;
     await waitFor(`all ${USERS} DatabaseUsers Ready`, () => (allReadyAt !== undefined ? true : undefined), ALL_READY_TIMEOUT_MS, 100).catch((err: unknown) => {
       throw new Error(`${err instanceof Error ? err.message : String(err)} (${ready.size} Ready)`);
