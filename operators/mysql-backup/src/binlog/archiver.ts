@@ -10,9 +10,9 @@ import { BackupError, messageOf } from "../errors.ts";
 import type { MySQLConnectionOptions } from "../engine/connection.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
 import { ArchiveWriter, type ArchiveStorage, type RotationOptions } from "./archive-writer.ts";
-import { BinlogStream, currentBinlogPosition, serverIdAt, type BinlogSource } from "./binlog-stream.ts";
+import { BinlogStream, binlogStateAt, currentBinlogPosition, serverIdAt, type BinlogSource } from "./binlog-stream.ts";
 import { BinlogFormatError, type BinlogEvent } from "./events.ts";
-import { formatPosition } from "./gtid.ts";
+import { describeDivergence, divergence, formatPosition } from "./gtid.ts";
 import { TransactionAssembler } from "./transactions.ts";
 
 /** What the archive has done so far, for status and metrics. */
@@ -81,7 +81,7 @@ export function archiveStorage(store: BackupStore): ArchiveStorage {
 }
 
 /** Failures that a reconnection at once would only meet again. */
-const LASTING_FAULTS = new Set(["GtidGap", "GtidDuplicate", "InvalidBinlog", "BinlogUnavailable", "DatabaseAccessDenied", "StorageAccessDenied", "BucketNotFound", "InvalidArchiveIndex"]);
+const LASTING_FAULTS = new Set(["ArchiveDiverged", "GtidGap", "GtidDuplicate", "InvalidBinlog", "BinlogUnavailable", "DatabaseAccessDenied", "StorageAccessDenied", "BucketNotFound", "InvalidArchiveIndex"]);
 
 function asBackupError(err: unknown): BackupError {
   if (err instanceof BackupError) return err;
@@ -139,7 +139,7 @@ export class BinlogArchiver {
         await this.streamOnce(this.writer, () => (connected = true));
       } catch (err) {
         if (signal.aborted) break;
-        const failure = asBackupError(err);
+        const failure = await this.explain(asBackupError(err));
         // Following the primary is not a failure.
         if (failure.reason !== "PrimaryChanged") this.error = failure;
       }
@@ -154,6 +154,25 @@ export class BinlogArchiver {
     }
     this.writer?.discard();
     this.streaming = false;
+  }
+
+  /**
+   * A server that refuses the archive's position (MariaDB's 1236: "not in the master's binlog") may
+   * lack what the archive holds: after a failover, transactions the old primary sent the archive
+   * before any replica had them. Said as such (ArchiveDiverged, naming them), not as a binlog that
+   * is unavailable: streaming on would number the new primary's history after transactions it
+   * never had.
+   */
+  private async explain(failure: BackupError): Promise<BackupError> {
+    if (failure.reason !== "BinlogUnavailable" || !this.writer || !this.source) return failure;
+    try {
+      const found = divergence(this.writer.archivedPosition, await binlogStateAt(await this.options.target()));
+      if (found.length === 0) return failure;
+      return new BackupError("ArchiveDiverged", describeDivergence(found, `server ${this.source.serverId} at ${this.source.endpoint}`), { cause: failure });
+    } catch {
+      // Unreachable again: the server's own words stand.
+      return failure;
+    }
   }
 
   /** One connection's stream, until it fails. */
