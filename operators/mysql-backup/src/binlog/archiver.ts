@@ -13,7 +13,9 @@ import { ArchiveWriter, type ArchiveStorage, type RotationOptions } from "./arch
 import { BinlogStream, binlogStateAt, currentBinlogPosition, serverIdAt, type BinlogSource } from "./binlog-stream.ts";
 import { BinlogFormatError, type BinlogEvent } from "./events.ts";
 import { describeDivergence, divergence, formatPosition } from "./gtid.ts";
+import { selectPrunable, type KeptBackup, type RetentionChoice } from "./retention.ts";
 import { TransactionAssembler } from "./transactions.ts";
+import type { ArchivedFile } from "./archive-index.ts";
 
 /** What the archive has done so far, for status and metrics. */
 export interface ArchiveProgress {
@@ -59,10 +61,25 @@ export interface BinlogArchiverOptions {
    * seconds, and a lasting fault (a GTID gap) is retried once a minute.
    */
   retry?: { initialMs?: number; maxMs?: number };
+  /** Deleting files no kept backup needs (see retention.ts); off when absent. */
+  retention?: RetentionOptions;
   signal: AbortSignal;
   /** Called when the progress changes (connected, a file archived, a failure). */
   onProgress?: (progress: ArchiveProgress) => void;
   now?: () => number;
+}
+
+export interface RetentionOptions {
+  /** The Completed backups of the archived server now; asked at each pass. */
+  keptBackups: () => KeptBackup[];
+  /** Files whose last transaction is younger than this stay. */
+  minimumAgeMs: number;
+  /** How often a pass runs at most (between the archive's other steps). Defaults to 60 000 ms. */
+  everyMs?: number;
+  /** After files were deleted (the index first, then the objects). */
+  onPruned?: (files: ArchivedFile[], choice: RetentionChoice) => void;
+  /** A pass that failed (S3): the stream goes on, the next pass tries again. Files the index no longer names may be left. */
+  onFailed?: (err: BackupError) => void;
 }
 
 /** Archive storage in a folder of S3 (keys relative to it). */
@@ -77,6 +94,7 @@ export function archiveStorage(store: BackupStore): ArchiveStorage {
         throw err;
       }
     },
+    delete: (keys, signal) => store.bucket.deleteKeys(keys.map((k) => store.key(k)), signal),
   };
 }
 
@@ -94,6 +112,7 @@ export class BinlogArchiver {
   private source: BinlogSource | undefined;
   private streaming = false;
   private error: BackupError | undefined;
+  private lastRetentionPass = 0;
   private readonly now: () => number;
   private readonly options: BinlogArchiverOptions;
 
@@ -263,13 +282,33 @@ export class BinlogArchiver {
     }
   }
 
-  /** Runs a writer step; reports progress when it archived a file. */
+  /** Runs a writer step; reports progress when it archived a file. Then a retention pass, when one is due. */
   private async archive(step: () => Promise<unknown>): Promise<void> {
     const files = this.writer?.index.files.length;
     await step();
     if (this.writer?.index.files.length !== files) {
       this.error = undefined;
       this.report();
+    }
+    await this.retain();
+  }
+
+  /** Deletes the files no kept backup needs (index first, then objects); a failure is reported, not thrown. */
+  private async retain(): Promise<void> {
+    const retention = this.options.retention;
+    const writer = this.writer;
+    if (!retention || !writer || this.now() - this.lastRetentionPass < (retention.everyMs ?? 60_000)) return;
+    this.lastRetentionPass = this.now();
+    try {
+      const choice = selectPrunable(writer.index, retention.keptBackups(), this.now(), retention.minimumAgeMs);
+      if (choice.files.length === 0) return;
+      const dropped = await writer.prune(choice.files.length);
+      if (dropped.length === 0) return;
+      retention.onPruned?.(dropped, choice);
+      this.report();
+    } catch (err) {
+      if (this.options.signal.aborted) throw err;
+      retention.onFailed?.(asBackupError(err));
     }
   }
 }
