@@ -14,12 +14,22 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
 import { findCondition } from "@stateward/core";
-import { BackupStore, BinlogArchiver, MySQLBinlogArchiveKind, archiveStorage, type ArchiveProgress, type MySQLBinlogArchive } from "@stateward/operator-mysql-backup";
+import {
+  BackupStore,
+  BinlogArchiver,
+  MySQLBackupKind,
+  MySQLBinlogArchiveKind,
+  archiveStorage,
+  type ArchiveProgress,
+  type MySQLBackup,
+  type MySQLBinlogArchive,
+} from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startManagerProcess, type ManagerHandle } from "../../bench/manager-handle.ts";
 import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
-import { breaksInChain, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
+import { breaksInChain, getObject, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
+import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 
@@ -198,6 +208,55 @@ describe("a MySQLBinlogArchive whose manager is SIGKILLed mid-archive", () => {
     expect(sequenceFaults(contents.gtids, start, end)).toEqual([]);
     // CREATE DATABASE, CREATE TABLE and one transaction per write.
     expect(contents.gtids.length).toBe(seqOf(end) - seqOf(start));
+  }, 300_000);
+
+  it("with retention SinceOldestBackup, deletes the files no kept backup needs (index first), and keeps every one a backup's restore replays", async () => {
+    const folder = `${prefix}/${ns}/orders`;
+    const before = await readArchive(s3, env.s3.bucket, folder);
+    // Nothing is deleted while no backup of the instance completed.
+    await client.patch(AR, ns, "orders", { spec: { retention: { policy: "SinceOldestBackup", minimumAgeHours: 0 } } });
+    const writer = steadyWriter(source, "app.writes_after", 50);
+    const admin = await connect(source);
+    await admin.query("CREATE TABLE app.writes_after (id INT PRIMARY KEY) ENGINE=InnoDB");
+    await admin.end();
+    try {
+      await sleep(8_000);
+      expect((await readArchive(s3, env.s3.bucket, folder)).index.files.slice(0, before.index.files.length).map((f) => f.key)).toEqual(before.index.files.map((f) => f.key));
+      await client.create<MySQLBackup>(MySQLBackupKind.resource, {
+        apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "full", namespace: ns },
+        spec: {
+          instanceRef: { name: "db" }, databases: ["app"],
+          storage: { s3: { bucket: env.s3.bucket, prefix: `${prefix}-backups`, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
+        },
+      });
+      const backup = await waitFor("the backup Completed", async () => {
+        const b = await client.get<MySQLBackup>(MySQLBackupKind.resource, ns, "full");
+        if (b.status?.phase === "Failed") throw new Error(`backup failed: ${findCondition(b.status.conditions, "Ready")?.message}`);
+        return b.status?.phase === "Completed" ? b : undefined;
+      }, 120_000, 250);
+      const snapshot = backup.status?.position?.gtid ?? "";
+      expect(snapshot).toMatch(/^0-31-\d+$/);
+      // A pass runs once a minute at most, between the archive's steps.
+      const pruned = await waitFor("the Pruned Event", async () => (await eventsAbout(client, ns, { name: "orders", kind: "MySQLBinlogArchive" })).find((e) => e.reason === "Pruned"), 120_000, 500);
+      console.log(`retention: ${pruned.note}`);
+    } finally {
+      await writer.stop();
+    }
+    const end = await binlogPosition(source);
+    await waitFor("the archive to hold the server's position", async () => ((await archive()).status?.archivedPosition === end ? true : undefined), 60_000, 250);
+    const after = await readArchive(s3, env.s3.bucket, (folder));
+    const snapshotSeq = seqOf((await client.get<MySQLBackup>(MySQLBackupKind.resource, ns, "full")).status?.position?.gtid ?? "");
+    const gone = before.index.files.filter((f) => !after.index.files.some((k) => k.key === f.key));
+    expect(gone.length).toBeGreaterThan(0);
+    // Only files wholly at or before the backup's snapshot went; the first kept one holds the transaction after it (or starts past it).
+    for (const f of gone) expect(seqOf(f.endPosition)).toBeLessThanOrEqual(snapshotSeq);
+    expect(seqOf(after.index.startPosition)).toBeLessThanOrEqual(snapshotSeq);
+    expect(after.index.startPosition).toBe(after.index.files[0]?.startPosition);
+    // Their objects are gone; the archive is still one chain, every GTID once from where it starts now.
+    for (const f of gone) await expect(getObject(s3, env.s3.bucket, `${folder}/${f.key}`)).rejects.toThrow();
+    expect(breaksInChain(after.index)).toEqual([]);
+    expect(sequenceFaults(after.gtids, after.index.startPosition, end)).toEqual([]);
+    expect((await archive()).status?.startPosition).toBe(after.index.startPosition);
   }, 300_000);
 });
 
