@@ -5,7 +5,19 @@
 // GTID appears exactly once, one by one in each domain.
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
-import { TransactionAssembler, formatGtid, parseArchiveIndex, parsePosition, readBinlogFile, type ArchiveIndex } from "@stateward/operator-mysql-backup";
+import {
+  BackupStore,
+  BinlogArchiver,
+  TransactionAssembler,
+  archiveStorage,
+  formatGtid,
+  parseArchiveIndex,
+  parsePosition,
+  readBinlogFile,
+  type ArchiveIndex,
+  type ArchiveProgress,
+} from "@stateward/operator-mysql-backup";
+import type { MariaDBEndpoint, S3Endpoint } from "../harness/index.ts";
 
 export interface ArchiveContents {
   index: ArchiveIndex;
@@ -13,6 +25,43 @@ export interface ArchiveContents {
   gtids: string[];
   /** Each file's bytes, in index order. */
   files: Buffer[];
+}
+
+/**
+ * The archiver on `prefix` of the environment's bucket, as the operator runs it but with short
+ * rotation, check and retry times, streaming from whatever `target()` names at each connection.
+ */
+export function startArchiver(s3: S3Endpoint, prefix: string, target: () => MariaDBEndpoint, { serverId = 4_000_000_123, maxFileAgeMs = 1_500 } = {}) {
+  const controller = new AbortController();
+  const reports: ArchiveProgress[] = [];
+  const store = new BackupStore({
+    endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, bucket: s3.bucket, prefix,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
+  const archiver = new BinlogArchiver({
+    storage: archiveStorage(store),
+    target: () => {
+      const { host, port, user, password } = target();
+      return Promise.resolve({ host, port, user, password });
+    },
+    serverId,
+    rotation: { maxFileAgeMs },
+    heartbeatMs: 1_000,
+    primaryCheckMs: 500,
+    retry: { initialMs: 200, maxMs: 2_000 },
+    signal: controller.signal,
+    onProgress: (p) => reports.push(p),
+  });
+  const done = archiver.run();
+  return {
+    archiver,
+    reports,
+    async stop(): Promise<void> {
+      controller.abort();
+      await done;
+      store.destroy();
+    },
+  };
 }
 
 export async function getObject(s3: S3Client, bucket: string, key: string): Promise<Buffer> {

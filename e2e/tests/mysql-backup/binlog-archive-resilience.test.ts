@@ -14,21 +14,12 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
 import { findCondition } from "@stateward/core";
-import {
-  BackupStore,
-  BinlogArchiver,
-  MySQLBackupKind,
-  MySQLBinlogArchiveKind,
-  archiveStorage,
-  type ArchiveProgress,
-  type MySQLBackup,
-  type MySQLBinlogArchive,
-} from "@stateward/operator-mysql-backup";
+import { MySQLBackupKind, MySQLBinlogArchiveKind, type MySQLBackup, type MySQLBinlogArchive } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startManagerProcess, type ManagerHandle } from "../../bench/manager-handle.ts";
 import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
-import { breaksInChain, getObject, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
+import { breaksInChain, getObject, readArchive, sequenceFaults, startArchiver } from "../../support/binlog-archive.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -274,24 +265,8 @@ describe("a binlog archive across a failover that lost an archived transaction",
     ]);
     await onReplica.query("START SLAVE");
     let target: MariaDBEndpoint = primary;
-    const controller = new AbortController();
-    const reports: ArchiveProgress[] = [];
-    const store = new BackupStore({
-      endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, bucket: env.s3.bucket, prefix: folder,
-      credentials: { accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey },
-    });
-    const archiver = new BinlogArchiver({
-      storage: archiveStorage(store),
-      target: () => Promise.resolve({ host: target.host, port: target.port, user: target.user, password: target.password }),
-      serverId: 4_000_000_321,
-      rotation: { maxFileAgeMs: 500 },
-      heartbeatMs: 1_000,
-      primaryCheckMs: 500,
-      retry: { initialMs: 200, maxMs: 2_000 },
-      signal: controller.signal,
-      onProgress: (p) => reports.push(p),
-    });
-    const running = archiver.run();
+    const archiving = startArchiver(env.s3, `${prefix}/diverged`, () => target, { serverId: 4_000_000_321, maxFileAgeMs: 500 });
+    const { archiver, reports } = archiving;
     try {
       await waitFor("the stream to start", () => reports.find((p) => p.streaming), 30_000);
       const onPrimary = await connect(primary);
@@ -328,9 +303,7 @@ describe("a binlog archive across a failover that lost an archived transaction",
       expect(contents.gtids.filter((g) => g.startsWith("0-43-"))).toEqual([]);
       expect(breaksInChain(contents.index)).toEqual([]);
     } finally {
-      controller.abort();
-      await running;
-      store.destroy();
+      await archiving.stop();
       await onReplica.end();
     }
   }, 180_000);
