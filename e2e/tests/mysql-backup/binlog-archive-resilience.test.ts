@@ -31,7 +31,7 @@ const suffix = randomBytes(3).toString("hex");
 const prefix = `binlog-resilience-${suffix}`;
 const logDir = join(import.meta.dirname, "../../../.stateward/test/logs");
 /** The archive's rotation: what its lag may reach while a file fills under a steady writer. */
-const MAX_FILE_AGE_SECONDS = 3;
+const MAX_FILE_AGE_SECONDS = 5;
 let s3: S3Client;
 let dir: string;
 const servers: (MariaDBEndpoint & { pid: number })[] = [];
@@ -206,10 +206,10 @@ describe("a MySQLBinlogArchive whose manager is SIGKILLed mid-archive", () => {
     const before = await readArchive(s3, env.s3.bucket, folder);
     // Nothing is deleted while no backup of the instance completed.
     await client.patch(AR, ns, "orders", { spec: { retention: { policy: "SinceOldestBackup", minimumAgeHours: 0 } } });
-    const writer = steadyWriter(source, "app.writes_after", 50);
     const admin = await connect(source);
     await admin.query("CREATE TABLE app.writes_after (id INT PRIMARY KEY) ENGINE=InnoDB");
     await admin.end();
+    const writer = steadyWriter(source, "app.writes_after", 50);
     try {
       await sleep(8_000);
       expect((await readArchive(s3, env.s3.bucket, folder)).index.files.slice(0, before.index.files.length).map((f) => f.key)).toEqual(before.index.files.map((f) => f.key));
