@@ -120,7 +120,7 @@ describe("a MySQLBinlogArchive of a MySQLCluster that fails over", () => {
       apiVersion: MySQLBinlogArchiveKind.apiVersion, kind: MySQLBinlogArchiveKind.kind, metadata: { name: "orders-fo", namespace: ns },
       spec: {
         instanceRef: { name: clusterNames(fo).instance },
-        rotation: { maxFileAgeSeconds: 2 },
+        rotation: { maxFileAgeSeconds: 5 },
         storage: { s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
       },
     });
