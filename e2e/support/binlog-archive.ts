@@ -5,6 +5,7 @@
 // GTID appears exactly once, one by one in each domain.
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
+import mysql from "mysql2/promise";
 import {
   BackupStore,
   BinlogArchiver,
@@ -16,6 +17,8 @@ import {
   readBinlogFile,
   type ArchiveIndex,
   type ArchiveProgress,
+  MySQLBinlogArchiveKind,
+  type MySQLBinlogArchive,
 } from "@stateward/operator-mysql-backup";
 import type { MariaDBEndpoint, S3Endpoint } from "../harness/index.ts";
 
@@ -25,6 +28,29 @@ export interface ArchiveContents {
   gtids: string[];
   /** Each file's bytes, in index order. */
   files: Buffer[];
+}
+
+/** A server's @@gtid_binlog_pos: what an archive of it holds once caught up. */
+export async function binlogPosition(ep: Pick<MariaDBEndpoint, "host" | "port" | "user" | "password">): Promise<string> {
+  const conn = await mysql.createConnection({ host: ep.host, port: ep.port, user: ep.user, password: ep.password });
+  try {
+    const [rows] = await conn.query<mysql.RowDataPacket[]>("SELECT @@gtid_binlog_pos AS p");
+    return String(rows[0]?.p ?? "");
+  } finally {
+    await conn.end();
+  }
+}
+
+/** A MySQLBinlogArchive of `instance` into the environment's bucket under `prefix` (credentials from the Secret "s3-creds"), rotating every 5 s. */
+export function archiveManifest(s3: S3Endpoint, ns: string, name: string, instance: string, prefix: string): MySQLBinlogArchive {
+  return {
+    apiVersion: MySQLBinlogArchiveKind.apiVersion, kind: MySQLBinlogArchiveKind.kind, metadata: { name, namespace: ns },
+    spec: {
+      instanceRef: { name: instance },
+      rotation: { maxFileAgeSeconds: 5 },
+      storage: { s3: { bucket: s3.bucket, prefix, endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
+    },
+  };
 }
 
 /**

@@ -16,7 +16,7 @@ import { s3Client } from "../../harness/index.ts";
 import { createS3Secret } from "../../support/backup-setup.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 import { testClient } from "../../support/kube.ts";
-import { breaksInChain, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
+import { archiveManifest, breaksInChain, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
 import { loseNode, newPrimary, prepareApp, startPrimaryWriter } from "../../support/mysql-failover.ts";
 import { waitFor } from "../../support/wait.ts";
 
@@ -52,14 +52,7 @@ describe("a MySQLBinlogArchive of a MySQLCluster", () => {
     await clusterRunning(client, suite, name, 2, { check: (c) => c.status?.currentPrimary === `${name}-0` });
     const password = await rootPassword(client, ns, name);
     const prefix = `binlog-archive-test/${suffix}`;
-    await client.create<MySQLBinlogArchive>(AR, {
-      apiVersion: MySQLBinlogArchiveKind.apiVersion, kind: MySQLBinlogArchiveKind.kind, metadata: { name: "orders", namespace: ns },
-      spec: {
-        instanceRef: { name: clusterNames(name).instance },
-        rotation: { maxFileAgeSeconds: 5 },
-        storage: { s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
-      },
-    });
+    await client.create<MySQLBinlogArchive>(AR, archiveManifest(env.s3, ns, "orders", clusterNames(name).instance, prefix));
     const ready = await waitFor("the archive streaming from pod 0", async () => {
       const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders");
       return findCondition(a.status?.conditions, "Ready")?.status === "True" ? a : undefined;
@@ -116,14 +109,7 @@ describe("a MySQLBinlogArchive of a MySQLCluster that fails over", () => {
     await onPod(servers, old, password, "CREATE TABLE app.writes (id INT PRIMARY KEY)");
     const prefix = `binlog-archive-test/${suffix}-failover`;
     const folder = `${prefix}/${ns}/orders-fo`;
-    await client.create<MySQLBinlogArchive>(AR, {
-      apiVersion: MySQLBinlogArchiveKind.apiVersion, kind: MySQLBinlogArchiveKind.kind, metadata: { name: "orders-fo", namespace: ns },
-      spec: {
-        instanceRef: { name: clusterNames(fo).instance },
-        rotation: { maxFileAgeSeconds: 5 },
-        storage: { s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
-      },
-    });
+    await client.create<MySQLBinlogArchive>(AR, archiveManifest(env.s3, ns, "orders-fo", clusterNames(fo).instance, prefix));
     const serverIdOf = (pod: string) => SERVER_ID_BASE + Number(pod.slice(pod.lastIndexOf("-") + 1));
     const ready = await waitFor("the archive streaming from the primary", async () => {
       const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-fo");

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startManagerProcess, type ManagerHandle } from "../../bench/manager-handle.ts";
 import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
-import { breaksInChain, getObject, readArchive, sequenceFaults, startArchiver } from "../../support/binlog-archive.ts";
+import { archiveManifest, binlogPosition, breaksInChain, getObject, readArchive, sequenceFaults, startArchiver } from "../../support/binlog-archive.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -30,23 +30,13 @@ const AR = MySQLBinlogArchiveKind.resource;
 const suffix = randomBytes(3).toString("hex");
 const prefix = `binlog-resilience-${suffix}`;
 const logDir = join(import.meta.dirname, "../../../.stateward/test/logs");
-/** The archive's rotation: what its lag may reach while a file fills under a steady writer. */
+/** The archive's rotation (archiveManifest's): what its lag may reach while a file fills under a steady writer. */
 const MAX_FILE_AGE_SECONDS = 5;
 let s3: S3Client;
 let dir: string;
 const servers: (MariaDBEndpoint & { pid: number })[] = [];
 
 const connect = (ep: MariaDBEndpoint) => mysql.createConnection({ host: ep.host, port: ep.port, user: ep.user, password: ep.password });
-
-async function binlogPosition(ep: MariaDBEndpoint): Promise<string> {
-  const conn = await connect(ep);
-  try {
-    const [rows] = await conn.query<mysql.RowDataPacket[]>("SELECT @@gtid_binlog_pos AS p");
-    return String(rows[0]?.p ?? "");
-  } finally {
-    await conn.end();
-  }
-}
 
 async function server(name: string, serverId: number, ...args: string[]): Promise<MariaDBEndpoint & { pid: number }> {
   const s = await startMariaDB({ dir: join(dir, name), args: ["--log-bin=mysql-bin", `--server-id=${serverId}`, "--binlog-format=ROW", ...args] });
@@ -126,14 +116,7 @@ describe("a MySQLBinlogArchive whose manager is SIGKILLed mid-archive", () => {
   });
 
   it("resumes from the index: every GTID archived once, the files chained, the lag back to seconds (status and metric)", async () => {
-    await client.create<MySQLBinlogArchive>(AR, {
-      apiVersion: MySQLBinlogArchiveKind.apiVersion, kind: MySQLBinlogArchiveKind.kind, metadata: { name: "orders", namespace: ns },
-      spec: {
-        instanceRef: { name: "db" },
-        rotation: { maxFileAgeSeconds: MAX_FILE_AGE_SECONDS },
-        storage: { s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
-      },
-    });
+    await client.create<MySQLBinlogArchive>(AR, archiveManifest(env.s3, ns, "orders", "db", prefix));
     const ready = await waitFor("the archive Ready", async () => {
       const a = await archive();
       return findCondition(a.status?.conditions, "Ready")?.status === "True" ? a : undefined;

@@ -27,7 +27,7 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
-import { startArchiver as startArchiverOn } from "../../support/binlog-archive.ts";
+import { binlogPosition, startArchiver as startArchiverOn } from "../../support/binlog-archive.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -42,16 +42,6 @@ let source: MariaDBEndpoint & { pid: number };
 let replay: MariaDBEndpoint & { pid: number };
 
 const connect = (ep: MariaDBEndpoint) => mysql.createConnection({ host: ep.host, port: ep.port, user: ep.user, password: ep.password, charset: "utf8mb4" });
-
-async function binlogPosition(ep: MariaDBEndpoint): Promise<string> {
-  const conn = await connect(ep);
-  try {
-    const [rows] = await conn.query<mysql.RowDataPacket[]>("SELECT @@gtid_binlog_pos AS p");
-    return String(rows[0]?.p ?? "");
-  } finally {
-    await conn.end();
-  }
-}
 
 async function getObject(key: string): Promise<Buffer> {
   const res = await s3.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }));
