@@ -61,7 +61,17 @@ export type BackupFailureReason =
   /** A binlog archive's index.json cannot be read. */
   | "InvalidArchiveIndex"
   /** The server a binlog stream follows is not the primary any more (a switchover): the stream moves to the new one. */
-  | "PrimaryChanged";
+  | "PrimaryChanged"
+  /** Point-in-time restore: no Completed backup the archive covers was taken before the point. */
+  | "NoBackupBeforePoint"
+  /** Point-in-time restore: the point is later than now. */
+  | "PointInFuture"
+  /** Point-in-time restore: the archive has not reached the point (yet). */
+  | "PointNotArchived"
+  /** Point-in-time restore: the archive misses transactions between the backup and the point. */
+  | "ArchiveGap"
+  /** Point-in-time restore: applying the archived transactions to the target failed. */
+  | "ReplayFailed";
 
 export interface BackupErrorOptions {
   /**
