@@ -142,10 +142,9 @@ describe("transactionStatements", () => {
     const t6 = tx(6);
     const [, annotate1, map1, update, annotate2, map2, del, xid] = t6.events as BinlogEvent[];
     const renamedMap = Buffer.from((map2 as BinlogEvent).raw);
-    // Table id 18 → 99, database "shop" → "sys!" (same length), checksum redone.
+    // Table id 18 → 99, database "shop" → "othr" (same length), checksum redone.
     renamedMap.writeUIntLE(99, 19, 6);
-    renamedMap.write("sys", 19 + 8 + 1, "latin1");
-    renamedMap.writeUInt8(0, 19 + 8 + 1 + 3);
+    renamedMap.write("othr", 19 + 8 + 1, "latin1");
     renamedMap.writeUInt32LE(crc32(renamedMap.subarray(0, renamedMap.length - 4)), renamedMap.length - 4);
     const renamedDel = Buffer.from((del as BinlogEvent).raw);
     renamedDel.writeUIntLE(99, 19, 6);
@@ -154,7 +153,8 @@ describe("transactionStatements", () => {
     updateNotEnd.writeUInt16LE(0, 19 + 6);
     updateNotEnd.writeUInt32LE(crc32(updateNotEnd.subarray(0, updateNotEnd.length - 4)), updateNotEnd.length - 4);
     const mixed = { ...t6, events: [t6.events[0] as BinlogEvent, annotate1 as BinlogEvent, map1 as BinlogEvent, toEvent(updateNotEnd), annotate2 as BinlogEvent, toEvent(renamedMap), toEvent(renamedDel), xid as BinlogEvent] };
-    const out = translate(mixed, state);
+    const out = translate(mixed, state, ["shop"]);
+    expect(translate(mixed, new SessionState(), ["othr"]).filter((s) => s.startsWith("BINLOG")).map((s) => binlogEvents(s).map((e) => e.header.type))).toEqual([[EventType.FORMAT_DESCRIPTION], [EventType.TABLE_MAP, 25]]);
     expect(out).toEqual([expect.stringMatching(/^SET TIMESTAMP=/), "BEGIN", expect.stringMatching(/^BINLOG/), "COMMIT"]);
     const sent = binlogEvents(out[2] as string);
     expect(sent.map((e) => e.header.type)).toEqual([EventType.TABLE_MAP, 24]);
