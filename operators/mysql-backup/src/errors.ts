@@ -62,15 +62,15 @@ export type BackupFailureReason =
   | "InvalidArchiveIndex"
   /** The server a binlog stream follows is not the primary any more (a switchover): the stream moves to the new one. */
   | "PrimaryChanged"
+  /** A point-in-time replay needs a transaction the binlog archive does not hold (it starts after the backup, or has a hole). */
+  | "ArchiveGap"
+  /** The recovery point is past what the binlog archive holds so far. */
+  | "PointNotArchived"
   /** Point-in-time restore: no Completed backup the archive covers was taken before the point. */
   | "NoBackupBeforePoint"
   /** Point-in-time restore: the point is later than now. */
   | "PointInFuture"
-  /** Point-in-time restore: the archive has not reached the point (yet). */
-  | "PointNotArchived"
-  /** Point-in-time restore: the archive misses transactions between the backup and the point. */
-  | "ArchiveGap"
-  /** Point-in-time restore: applying the archived transactions to the target failed. */
+  /** A transaction of a point-in-time replay failed on the target server. */
   | "ReplayFailed";
 
 export interface BackupErrorOptions {

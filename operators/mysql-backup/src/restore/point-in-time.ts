@@ -158,7 +158,7 @@ export function downloadDirectory(runId: string): string {
   return join(tmpdir(), `stateward-pitr-${runId.replace(/[^A-Za-z0-9_-]/g, "_")}`);
 }
 
-/** Thrown after the target was changed: `replayed` says what it holds. */
+/** A replay that failed after the backup was restored: the message says what the target holds. */
 export class ReplayFailed extends BackupError {
   constructor(message: string, cause: unknown) {
     super("ReplayFailed", message, { cause });
@@ -185,8 +185,9 @@ export async function restoreToPoint(options: PointInTimeOptions): Promise<Point
       ...(signal ? { signal } : {}),
       ...(logger ? { logger } : {}),
     });
-    let progress = { transactions: 0, lastGtid: null as string | null, lastEventTime: null as string | null };
-    const session = await MySQLSession.open(options.target);
+    let progress: { transactions: number; lastGtid: string | null } = { transactions: 0, lastGtid: null };
+    // Statements go as their logged bytes, in whatever character set they were written: a binary session (replay.ts).
+    const session = await MySQLSession.open(options.target, { charset: "binary" });
     try {
       const replayed = await replayBinlog(session, paths, {
         after: backup.position,
@@ -194,15 +195,18 @@ export async function restoreToPoint(options: PointInTimeOptions): Promise<Point
         ...(options.databases ? { databases: options.databases } : {}),
         ...(signal ? { signal } : {}),
         ...(logger ? { logger } : {}),
-        onProgress: (p) => (progress = { ...p }),
+        onProgress: (p) => (progress = p),
       });
       return { restore, binlogFiles: paths.length, ...replayed };
     } catch (err) {
-      const upTo = progress.lastGtid
-        ? `plus the archived transactions up to GTID ${progress.lastGtid}${progress.lastEventTime ? ` (${progress.lastEventTime})` : ""}, ${progress.transactions} in all`
-        : "and none of the archived transactions";
+      // The replay's own failures say up to which transaction the target holds the archive; anything else (a lost connection) is told here.
+      const holds = err instanceof BackupError && err.reason === "ReplayFailed"
+        ? ""
+        : progress.lastGtid
+          ? ` The target holds the backup plus the archived transactions up to ${progress.lastGtid} (${progress.transactions} applied).`
+          : " The target holds the backup and none of the archived transactions.";
       throw new ReplayFailed(
-        `${messageOf(err).replace(/[.\s]+$/, "")}. The target holds MySQLBackup ${backup.name} (GTID position "${backup.position}") ${upTo}; restore again once the cause is fixed`,
+        `${messageOf(err).replace(/[.\s]+$/, "")}.${holds} The backup restored first was MySQLBackup ${backup.name} (GTID position "${backup.position}"); restore again once the cause is fixed`,
         err,
       );
     } finally {
