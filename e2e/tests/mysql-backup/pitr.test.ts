@@ -15,10 +15,12 @@
 // point in the future (PointInFuture); invalid specs are refused by the API
 // server.
 import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import mysql from "mysql2/promise";
 import { Manager, captureLogs, findCondition, type KubeObject } from "@stateward/core";
 import {
@@ -36,7 +38,7 @@ import {
   type MySQLRestore,
 } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
+import { repoRoot, s3Client, startMariaDB, tools, type MariaDBEndpoint } from "../../harness/index.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
@@ -340,5 +342,17 @@ describe("MySQLRestore.pointInTime", () => {
       const err = await client.create(RS, noSource as KubeObject).then(() => undefined, (e: unknown) => e as Error);
       expect(err?.message).toContain("set spec.source, or spec.pointInTime");
     });
+  });
+
+  it("the examples apply (server-side dry run: schema and CEL rules), the point-in-time ones included", async () => {
+    const dir = join(repoRoot, "examples", "mysql-backup");
+    const files = [
+      ...readdirSync(dir).filter((f) => f.endsWith(".yaml")).map((f) => join(dir, f)),
+      ...readdirSync(join(dir, "point-in-time")).filter((f) => f.endsWith(".yaml")).map((f) => join(dir, "point-in-time", f)),
+    ];
+    const args = ["--kubeconfig", env.kubeconfig, "-n", ns, "apply", "--dry-run=server", ...files.flatMap((f) => ["-f", f])];
+    const { stdout } = await promisify(execFile)(tools.kubectl(), args);
+    expect(stdout).toContain("mysqlbinlogarchive.stateward.io/shop-binlog created (server dry run)");
+    expect(stdout).toContain("mysqlrestore.stateward.io/shop-before-drop created (server dry run)");
   });
 });
