@@ -11,10 +11,12 @@
 // target was left in, and only then lets the object go. A restore found
 // Running without a task in this process (its manager was killed) is marked
 // Interrupted, and its staging databases are dropped the same way.
+import { rm } from "node:fs/promises";
 import type { ReconcileContext } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLRestoreKind, type MySQLRestore } from "../api.ts";
 import { cleanUpRestore, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
+import { downloadDirectory } from "../restore/point-in-time.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, restoreFailed } from "./failures.ts";
 import { RunMetrics } from "./metrics.ts";
@@ -106,6 +108,14 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
       return `It was stopped after swapping the restored tables in: the tables are restored, but views, routines, triggers or events of the backup may be missing; ${found.replacedTables.length} replaced tables and ${found.stagingDatabases.length} staging databases were dropped.`;
     }
     const dropped = found.stagingDatabases.length > 0 ? `its staging databases (${found.stagingDatabases.join(", ")}) were dropped` : "it had left no staging database";
+    if (restore.spec.pointInTime) {
+      // A killed manager's downloads are gone with its pod; one restarted in place finds them here.
+      await rm(downloadDirectory(runId), { recursive: true, force: true }).catch(() => undefined);
+      // Past the swap nothing is left to tell it by: it may have been replaying.
+      if (found.stagingDatabases.length === 0) {
+        return "It had left no staging database: it stopped either before changing the target or after restoring the backup, while replaying the archived transactions (the target then holds the backup plus part of them).";
+      }
+    }
     return `It stopped before changing the target, which was left untouched; ${dropped}.`;
   }
 
