@@ -119,9 +119,10 @@ async function resetTarget(): Promise<void> {
   await runTool("mariadb", clientArgs(target), dump);
 }
 
-async function replayTo(until: RecoveryPoint) {
+/** Resets the target to the backup and replays to `until`: the planned files, or (`everything`) all from the backup on, to see the replay itself stop. */
+async function replayTo(until: RecoveryPoint, everything = false) {
   await resetTarget();
-  const plan = planReplay(index, backupPosition, until);
+  const plan = planReplay(index, backupPosition, everything ? { gtid: index.files.at(-1)?.lastGtid as string } : until);
   const session = await MySQLSession.open(login(target), { charset: "binary" });
   try {
     const started = performance.now();
@@ -299,8 +300,18 @@ describe("point-in-time replay", () => {
   it("replays to a time: every transaction committed up to that second, none after", async () => {
     for (const key of ["time-5", "time-10"]) {
       const point = checkpoints.get(key) as Checkpoint;
-      const { result } = await replayTo({ time: point.time as Date });
-      expect(result, key).toMatchObject({ lastGtid: point.gtid, transactions: seqOf(point.gtid) - seqOf(backupPosition) });
+      const expected = { lastGtid: point.gtid, transactions: seqOf(point.gtid) - seqOf(backupPosition) };
+      // The planned files, then every file: the replay itself stops before the first later transaction.
+      let lastEventTime = "";
+      for (const everything of [false, true]) {
+        const { result } = await replayTo({ time: point.time as Date }, everything);
+        expect(result, key).toMatchObject(expected);
+        expect(await snapshot(target), key).toEqual(point.state);
+        lastEventTime = result.lastEventTime as string;
+      }
+      // The point at the second of the last transaction's commit: that one is in (binlog times are whole seconds).
+      const { result } = await replayTo({ time: new Date(lastEventTime) }, true);
+      expect(result, key).toMatchObject(expected);
       expect(await snapshot(target), key).toEqual(point.state);
     }
   }, 180_000);
