@@ -104,7 +104,7 @@ interface Checkpoint {
   state: Awaited<ReturnType<typeof snapshot>>;
 }
 
-const seqOf = (gtid: string): number => Number(/^0-\d+-(\d+)$/.exec(gtid)?.[1]);
+const seqOf = (gtid: string): number => (gtid === "" ? 0 : Number(/^0-\d+-(\d+)$/.exec(gtid)?.[1]));
 
 let backupPosition: string;
 let dump: Buffer;
@@ -243,6 +243,11 @@ beforeAll(async () => {
     if (round === 6) await conn.query("ALTER TABLE items ADD COLUMN tag VARCHAR(20) NULL DEFAULT 'x' AFTER name");
     if (round === 8) await conn.query("DROP TABLE extra");
     if (round === 9) await stmt.query("ALTER TABLE ledger ADD INDEX by_item (item)");
+    if (round === 11) {
+      // One row statement of ~13 MiB (many rows events): more than one BINLOG statement may carry (max_allowed_packet 16 MiB).
+      await conn.query("CREATE TABLE big (id INT PRIMARY KEY, payload LONGTEXT) ENGINE=InnoDB");
+      await conn.query("INSERT INTO big SELECT seq, REPEAT(MD5(seq), 3200) FROM seq_1_to_130");
+    }
     // The round ends with a row change (so that one transaction more or less shows).
     await conn.query("INSERT INTO ledger (item, delta) VALUES (?, ?)", [round * 100, `${round}.25`]);
     if (round === 5 || round === 10) await timeCheckpoint(`time-${round}`);
@@ -328,21 +333,23 @@ describe("point-in-time replay", () => {
     expect(seqOf(after)).toBeGreaterThanOrEqual(seqOf(before) + ours.result.transactions);
 
     // The stock pipeline keeps the source's GTIDs (SET gtid_seq_no): the target's strict mode refuses them
-    // (0-1-N after its own 0-2-M), so it runs with strict mode off, for the comparison only.
+    // (0-1-N after its own 0-2-M), so it runs with strict mode off, for the comparison only. It also sends
+    // the 13 MiB row statement as one BINLOG statement, past the default max_allowed_packet: raised for it.
     await resetTarget();
     const files = ours.plan.files.map((f) => paths.get(f.key) as string);
     const strict = await connect(target);
-    await strict.query("SET GLOBAL gtid_strict_mode = 0");
+    const packet = await value(target, "SELECT @@global.max_allowed_packet");
+    await strict.query("SET GLOBAL gtid_strict_mode = 0, GLOBAL max_allowed_packet = 64 * 1024 * 1024");
     let stock: number;
     let decoded: number;
     try {
       const started = performance.now();
       const text = await runTool("mariadb-binlog", [`--start-position=${backupPosition}`, ...files]);
       decoded = performance.now() - started;
-      await runTool("mariadb", clientArgs(target), text);
+      await runTool("mariadb", [...clientArgs(target), "--max-allowed-packet=64M"], text);
       stock = performance.now() - started;
     } finally {
-      await strict.query("SET GLOBAL gtid_strict_mode = 1");
+      await strict.query("SET GLOBAL gtid_strict_mode = 1, GLOBAL max_allowed_packet = ?", [Number(packet)]);
       await strict.end();
     }
     expect(await snapshot(target)).toEqual(end.state);
