@@ -104,7 +104,7 @@ interface Checkpoint {
   state: Awaited<ReturnType<typeof snapshot>>;
 }
 
-const seqOf = (gtid: string): number => Number(/^0-\d+-(\d+)$/.exec(gtid)?.[1]);
+const seqOf = (gtid: string): number => (gtid === "" ? 0 : Number(/^0-\d+-(\d+)$/.exec(gtid)?.[1]));
 
 let backupPosition: string;
 let dump: Buffer;
@@ -119,9 +119,10 @@ async function resetTarget(): Promise<void> {
   await runTool("mariadb", clientArgs(target), dump);
 }
 
-async function replayTo(until: RecoveryPoint) {
+/** Resets the target to the backup and replays to `until`: the planned files, or (`everything`) all from the backup on, to see the replay itself stop. */
+async function replayTo(until: RecoveryPoint, everything = false) {
   await resetTarget();
-  const plan = planReplay(index, backupPosition, until);
+  const plan = planReplay(index, backupPosition, everything ? { gtid: index.files.at(-1)?.lastGtid as string } : until);
   const session = await MySQLSession.open(login(target), { charset: "binary" });
   try {
     const started = performance.now();
@@ -242,6 +243,11 @@ beforeAll(async () => {
     if (round === 6) await conn.query("ALTER TABLE items ADD COLUMN tag VARCHAR(20) NULL DEFAULT 'x' AFTER name");
     if (round === 8) await conn.query("DROP TABLE extra");
     if (round === 9) await stmt.query("ALTER TABLE ledger ADD INDEX by_item (item)");
+    if (round === 11) {
+      // One row statement of ~13 MiB (many rows events): more than one BINLOG statement may carry (max_allowed_packet 16 MiB).
+      await conn.query("CREATE TABLE big (id INT PRIMARY KEY, payload LONGTEXT) ENGINE=InnoDB");
+      await conn.query("INSERT INTO big SELECT seq, REPEAT(MD5(seq), 3200) FROM seq_1_to_130");
+    }
     // The round ends with a row change (so that one transaction more or less shows).
     await conn.query("INSERT INTO ledger (item, delta) VALUES (?, ?)", [round * 100, `${round}.25`]);
     if (round === 5 || round === 10) await timeCheckpoint(`time-${round}`);
@@ -299,8 +305,18 @@ describe("point-in-time replay", () => {
   it("replays to a time: every transaction committed up to that second, none after", async () => {
     for (const key of ["time-5", "time-10"]) {
       const point = checkpoints.get(key) as Checkpoint;
-      const { result } = await replayTo({ time: point.time as Date });
-      expect(result, key).toMatchObject({ lastGtid: point.gtid, transactions: seqOf(point.gtid) - seqOf(backupPosition) });
+      const expected = { lastGtid: point.gtid, transactions: seqOf(point.gtid) - seqOf(backupPosition) };
+      // The planned files, then every file: the replay itself stops before the first later transaction.
+      let lastEventTime = "";
+      for (const everything of [false, true]) {
+        const { result } = await replayTo({ time: point.time as Date }, everything);
+        expect(result, key).toMatchObject(expected);
+        expect(await snapshot(target), key).toEqual(point.state);
+        lastEventTime = result.lastEventTime as string;
+      }
+      // The point at the second of the last transaction's commit: that one is in (binlog times are whole seconds).
+      const { result } = await replayTo({ time: new Date(lastEventTime) }, true);
+      expect(result, key).toMatchObject(expected);
       expect(await snapshot(target), key).toEqual(point.state);
     }
   }, 180_000);
@@ -317,21 +333,23 @@ describe("point-in-time replay", () => {
     expect(seqOf(after)).toBeGreaterThanOrEqual(seqOf(before) + ours.result.transactions);
 
     // The stock pipeline keeps the source's GTIDs (SET gtid_seq_no): the target's strict mode refuses them
-    // (0-1-N after its own 0-2-M), so it runs with strict mode off, for the comparison only.
+    // (0-1-N after its own 0-2-M), so it runs with strict mode off, for the comparison only. It also sends
+    // the 13 MiB row statement as one BINLOG statement, past the default max_allowed_packet: raised for it.
     await resetTarget();
     const files = ours.plan.files.map((f) => paths.get(f.key) as string);
     const strict = await connect(target);
-    await strict.query("SET GLOBAL gtid_strict_mode = 0");
+    const packet = await value(target, "SELECT @@global.max_allowed_packet");
+    await strict.query("SET GLOBAL gtid_strict_mode = 0, GLOBAL max_allowed_packet = 64 * 1024 * 1024");
     let stock: number;
     let decoded: number;
     try {
       const started = performance.now();
       const text = await runTool("mariadb-binlog", [`--start-position=${backupPosition}`, ...files]);
       decoded = performance.now() - started;
-      await runTool("mariadb", clientArgs(target), text);
+      await runTool("mariadb", [...clientArgs(target), "--max-allowed-packet=64M"], text);
       stock = performance.now() - started;
     } finally {
-      await strict.query("SET GLOBAL gtid_strict_mode = 1");
+      await strict.query("SET GLOBAL gtid_strict_mode = 1, GLOBAL max_allowed_packet = ?", [Number(packet)]);
       await strict.end();
     }
     expect(await snapshot(target)).toEqual(end.state);

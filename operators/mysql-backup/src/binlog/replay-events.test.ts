@@ -162,6 +162,28 @@ describe("transactionStatements", () => {
     expect(() => verifyChecksum(sent[1] as BinlogEvent)).not.toThrow();
   });
 
+  it("cuts a large row statement into several BINLOG statements, the Table_map first", () => {
+    const state = new SessionState();
+    state.format = format;
+    const t3 = tx(3);
+    // Two rows events of one statement (the first without STMT_END), limit below their size together.
+    const [gtid, annotate, map, write, xid] = t3.events as BinlogEvent[];
+    const notEnd = Buffer.from((write as BinlogEvent).raw);
+    notEnd.writeUInt16LE(0, 19 + 6);
+    notEnd.writeUInt32LE(crc32(notEnd.subarray(0, notEnd.length - 4)), notEnd.length - 4);
+    const long = { ...t3, events: [gtid, annotate, map, toEvent(notEnd), write, xid] as BinlogEvent[] };
+    const out = transactionStatements(long, state, { collations, maxBinlogBytes: 100 }).map((s) => s.sql);
+    const parts = out.filter((s) => s.startsWith("BINLOG")).map(binlogEvents);
+    // Each part: the Table_map again, then its rows, the last flagged STMT_END (checksum redone).
+    expect(parts.map((p) => p.map((e) => e.header.type))).toEqual([[EventType.TABLE_MAP, 23], [EventType.TABLE_MAP, 23]]);
+    for (const p of parts) {
+      expect((p[1] as BinlogEvent).raw.readUInt16LE(19 + 6) & 1).toBe(1);
+      expect(() => verifyChecksum(p[1] as BinlogEvent)).not.toThrow();
+    }
+    // Under the limit: one part.
+    expect(transactionStatements(long, new SessionState(), { collations }).filter((s) => s.sql.startsWith("BINLOG"))).toHaveLength(2);
+  });
+
   it("sets a Query event's context once, and only what changed", () => {
     const state = new SessionState();
     state.format = format;

@@ -256,7 +256,17 @@ export class SessionState {
   }
 }
 
+/**
+ * Raw event bytes per BINLOG statement at most (unless one event is larger):
+ * 4 MiB is 5.4 MiB of base64, well within MariaDB's default max_allowed_packet
+ * (16 MiB). A single event larger than the target's max_allowed_packet can
+ * not be replayed (the target's limit must be raised).
+ */
+export const defaultMaxBinlogBytes = 4 * 1024 * 1024;
+
 export interface TranslateOptions {
+  /** Raw bytes per BINLOG statement (defaultMaxBinlogBytes). */
+  maxBinlogBytes?: number;
   /** Only these databases (see the rule above); all but the system ones when absent. */
   databases?: ReadonlySet<string>;
   collations: CollationNames;
@@ -451,19 +461,39 @@ export function transactionStatements(tx: Transaction, state: SessionState, opti
       return database !== undefined && replaysDatabase(database, options.databases);
     });
     rows = [];
-    if (!kept.some((e) => e.header.type !== EventType.TABLE_MAP)) return;
-    // Filtered or not, the statement must end where the server closes its tables.
-    const raws = kept.map((e) => e.raw);
-    const last = kept.findLastIndex((e) => e.header.type !== EventType.TABLE_MAP);
-    const lastEvent = kept[last] as BinlogEvent;
-    const { flagsAt } = tableIdOf(lastEvent, format);
-    if (!(lastEvent.raw.readUInt16LE(flagsAt) & STMT_END_F)) {
-      const copy = Buffer.from(lastEvent.raw);
-      copy.writeUInt16LE(copy.readUInt16LE(flagsAt) | STMT_END_F, flagsAt);
-      if (format.checksum) writeChecksum(copy);
-      raws[last] = copy;
+    const maps = kept.filter((e) => e.header.type === EventType.TABLE_MAP).map((e) => e.raw);
+    const changes = kept.filter((e) => e.header.type !== EventType.TABLE_MAP);
+    if (changes.length === 0) return;
+    // One BINLOG per row statement, cut into several when large: a statement that changes many rows
+    // has many rows events, and a BINLOG statement must fit the target's max_allowed_packet. Each
+    // part repeats the statement's Table_maps and ends with STMT_END: the server forgets the table
+    // ids at the end of every BINLOG statement, and silently skips rows of a table id it does not
+    // know (as a replica does for a filtered table) — a part without its Table_maps would be lost.
+    const limit = options.maxBinlogBytes ?? defaultMaxBinlogBytes;
+    const mapBytes = maps.reduce((n, m) => n + m.length, 0);
+    let part: BinlogEvent[] = [];
+    let bytes = mapBytes;
+    const flushPart = (): void => {
+      const raws = part.map((e) => e.raw);
+      const last = part.length - 1;
+      const { flagsAt } = tableIdOf(part[last] as BinlogEvent, format);
+      // Filtered or cut, each part ends where the server closes the statement's tables.
+      if (!((raws[last] as Buffer).readUInt16LE(flagsAt) & STMT_END_F)) {
+        const copy = Buffer.from(raws[last] as Buffer);
+        copy.writeUInt16LE(copy.readUInt16LE(flagsAt) | STMT_END_F, flagsAt);
+        if (format.checksum) writeChecksum(copy);
+        raws[last] = copy;
+      }
+      body.push({ sql: binlogStatement([...maps, ...raws]) });
+      part = [];
+      bytes = mapBytes;
+    };
+    for (const e of changes) {
+      if (part.length > 0 && bytes + e.raw.length > limit) flushPart();
+      part.push(e);
+      bytes += e.raw.length;
     }
-    body.push({ sql: binlogStatement(raws.slice(0, last + 1)) });
+    flushPart();
   };
   for (const event of tx.events.slice(1)) {
     const type = event.header.type;
