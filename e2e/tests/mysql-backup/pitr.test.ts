@@ -136,6 +136,8 @@ let keptReference: Row[];
 let dropTime: Date;
 /** An insert after the backup and after the last write to `kept`, before the drop; its GTID and row id. */
 let checkpoint: { gtid: string; id: number };
+/** The GTID of a CREATE TABLE between the backup and the checkpoint. */
+let createScratch: string;
 
 beforeAll(async () => {
   s3 = s3Client(env.s3);
@@ -193,7 +195,15 @@ beforeAll(async () => {
     backupPosition = backup.status?.position?.gtid ?? "";
     expect(backupPosition).toMatch(/^0-1-\d+$/);
     // kept changes after the backup too (only the replay brings those rows back), then rests.
-    await sleep(1_500);
+    await sleep(700);
+    // A table that lived only between the backup and the checkpoint: the ReplayFailed test re-creates it on the target.
+    // Under USE: a replay filtered to the restored databases takes a statement by its default database, as mariadb-binlog --database does.
+    await admin.query(`USE ${id(db)}`);
+    await admin.query(`CREATE TABLE ${id(db)}.scratch (id INT PRIMARY KEY) ENGINE=InnoDB`);
+    const [created] = await admin.query<mysql.RowDataPacket[]>("SELECT @@last_gtid AS g");
+    createScratch = String(created[0]?.g);
+    await admin.query(`DROP TABLE ${id(db)}.scratch`);
+    await sleep(800);
     keptWrites = false;
     await sleep(300);
     keptReference = await rowsOf("kept");
@@ -343,6 +353,42 @@ describe("MySQLRestore.pointInTime", () => {
       expect(err?.message).toContain("set spec.source, or spec.pointInTime");
     });
   });
+
+  it("a recent point the archive has not reached yet: Pending (PointNotArchived, polled, an Event), not Failed", async () => {
+    // The server is idle: nothing after this second is archived, and the rotation age (5 s) + 60 s have not passed.
+    const point = new Date(Math.floor(Date.now() / 1000) * 1000);
+    await client.create<MySQLRestore>(RS, pointInTimeRestore("not-yet", { time: point.toISOString().replace(".000Z", "Z") }));
+    const waiting = await waitFor("the restore Pending on the archive", async () => {
+      const r = await client.get<MySQLRestore>(RS, ns, "not-yet");
+      return findCondition(r.status?.conditions, "Ready")?.reason === "PointNotArchived" ? r : undefined;
+    }, 30_000, 250);
+    expect(waiting.status?.phase).toBe("Pending");
+    expect(findCondition(waiting.status?.conditions, "Ready")?.message).toContain("Waiting for MySQLBinlogArchive arch");
+    await sleep(6_000);
+    // Polled every 5 s, not in a tight loop; still waiting.
+    const events = (await eventsAbout(client, ns, { name: "not-yet", kind: "MySQLRestore" })).filter((e) => e.reason === "PointNotArchived");
+    expect(events.length).toBeGreaterThanOrEqual(1);
+    expect((await client.get<MySQLRestore>(RS, ns, "not-yet")).status?.phase).toBe("Pending");
+    await client.delete(RS, ns, "not-yet");
+  }, 60_000);
+
+  it("a transaction that fails on the target: ReplayFailed, saying what the target holds", async () => {
+    // The target has a table the backup lacks (a restore keeps those) that the archive creates: replaying that CREATE TABLE fails.
+    await admin.query(`CREATE TABLE ${id(db)}.scratch (id INT PRIMARY KEY) ENGINE=InnoDB`);
+    await client.create<MySQLRestore>(RS, pointInTimeRestore("replay-fails", { gtid: checkpoint.gtid }, { source: { backupRef: { name: "full" } } }));
+    const restore = await finished("replay-fails");
+    const ready = findCondition(restore.status?.conditions, "Ready");
+    expect(restore.status?.phase, JSON.stringify(restore.status)).toBe("Failed");
+    expect(ready?.reason).toBe("ReplayFailed");
+    const [domain, server, seq] = createScratch.split("-");
+    const before = `${domain}-${server}-${BigInt(seq ?? "0") - 1n}`;
+    expect(ready?.message).toContain(`transaction ${createScratch} failed`);
+    expect(ready?.message).toContain(`the target holds the backup plus every archived transaction up to ${before}`);
+    expect(ready?.message).toContain(`MySQLBackup full (GTID position "${backupPosition}")`);
+    const events = await eventsAbout(client, ns, { name: "replay-fails", kind: "MySQLRestore" });
+    expect(events.map((e) => e.reason)).toContain("ReplayFailed");
+    await admin.query(`DROP TABLE ${id(db)}.scratch`);
+  }, 240_000);
 
   it("the examples apply (server-side dry run: schema and CEL rules), the point-in-time ones included", async () => {
     const dir = join(repoRoot, "examples", "mysql-backup");

@@ -192,7 +192,8 @@ export async function restoreToPoint(options: PointInTimeOptions): Promise<Point
       const replayed = await replayBinlog(session, paths, {
         after: backup.position,
         until,
-        ...(options.databases ? { databases: options.databases } : {}),
+        // Only what was restored: a database the backup lacks is as the target has it, and replaying onto it would apply its transactions twice.
+        databases: restore.databases,
         ...(signal ? { signal } : {}),
         ...(logger ? { logger } : {}),
         onProgress: (p) => (progress = p),
