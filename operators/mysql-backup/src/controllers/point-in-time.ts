@@ -79,7 +79,7 @@ function pickBackup(d: OperationDeps, restore: MySQLRestore, index: ArchiveIndex
 }
 
 /** Refused or waited for: what planReplay and the index read throw when the archive does not reach the point. */
-function notArchived(err: unknown, archive: MySQLBinlogArchive, point: RecoveryPoint, created: Date, index: ArchiveIndex | undefined): Error {
+export function notArchived(err: unknown, archive: MySQLBinlogArchive, point: RecoveryPoint, created: Date, index: ArchiveIndex | undefined): Error {
   const maxAgeMs = (archive.spec.rotation?.maxFileAgeSeconds ?? DEFAULT_MAX_FILE_AGE_SECONDS) * 1000 + ARCHIVE_CATCH_UP_MARGIN_MS;
   const since = "time" in point ? point.time : created;
   const reached = index?.files.at(-1);
