@@ -140,7 +140,7 @@ describe("transactionStatements", () => {
 
     // A multi-table statement whose last rows event (STMT_END) is of a filtered table: the kept one gets the flag.
     const t6 = tx(6);
-    const [, annotate1, map1, update, annotate2, map2, del, xid] = t6.events as BinlogEvent[];
+    const [, annotate1, map1, update, annotate2, map2, del, xid] = t6.events;
     const renamedMap = Buffer.from((map2 as BinlogEvent).raw);
     // Table id 18 → 99, database "shop" → "othr" (same length), checksum redone.
     renamedMap.writeUIntLE(99, 19, 6);
@@ -167,7 +167,7 @@ describe("transactionStatements", () => {
     state.format = format;
     const t3 = tx(3);
     // Two rows events of one statement (the first without STMT_END), limit below their size together.
-    const [gtid, annotate, map, write, xid] = t3.events as BinlogEvent[];
+    const [gtid, annotate, map, write, xid] = t3.events;
     const notEnd = Buffer.from((write as BinlogEvent).raw);
     notEnd.writeUInt16LE(0, 19 + 6);
     notEnd.writeUInt32LE(crc32(notEnd.subarray(0, notEnd.length - 4)), notEnd.length - 4);
