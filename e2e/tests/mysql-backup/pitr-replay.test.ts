@@ -361,8 +361,8 @@ describe("point-in-time replay", () => {
     const point = checkpoints.get("gtid-3") as Checkpoint;
     await resetTarget();
     // A row the archive's next insert into ledger will collide with.
+    const next = Number(await value(target, `SELECT COALESCE(MAX(id), 0) + 1 FROM \`${db}\`.ledger`));
     const c = await connect(target);
-    const [[{ next }]] = (await c.query<mysql.RowDataPacket[]>(`SELECT COALESCE(MAX(id), 0) + 1 AS next FROM \`${db}\`.ledger`)) as unknown as [{ next: string }[]];
     await c.query(`INSERT INTO \`${db}\`.ledger (id, item, delta) VALUES (?, -1, 0)`, [next]);
     await c.end();
     const session = await MySQLSession.open(login(target), { charset: "binary" });
