@@ -57,7 +57,7 @@ async function value(ep: MariaDBEndpoint, sql: string): Promise<string> {
 }
 
 /** A command's stdout; `input` goes to its stdin. */
-function runTool(command: string, args: string[], input?: Buffer | NodeJS.ReadableStream): Promise<Buffer> {
+function runTool(command: string, args: string[], input?: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
     const out: Buffer[] = [];
@@ -68,9 +68,7 @@ function runTool(command: string, args: string[], input?: Buffer | NodeJS.Readab
     // A client that fails stops reading: its exit code tells, not the broken pipe.
     child.stdin.on("error", () => undefined);
     child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`${command} failed (${code}): ${errors}`))));
-    if (input instanceof Buffer) child.stdin.end(input);
-    else if (input) input.pipe(child.stdin);
-    else child.stdin.end();
+    child.stdin.end(input);
   });
 }
 
@@ -363,8 +361,8 @@ describe("point-in-time replay", () => {
     const point = checkpoints.get("gtid-3") as Checkpoint;
     await resetTarget();
     // A row the archive's next insert into ledger will collide with.
+    const next = Number(await value(target, `SELECT COALESCE(MAX(id), 0) + 1 FROM \`${db}\`.ledger`));
     const c = await connect(target);
-    const [[{ next }]] = (await c.query<mysql.RowDataPacket[]>(`SELECT COALESCE(MAX(id), 0) + 1 AS next FROM \`${db}\`.ledger`)) as unknown as [{ next: string }[]];
     await c.query(`INSERT INTO \`${db}\`.ledger (id, item, delta) VALUES (?, -1, 0)`, [next]);
     await c.end();
     const session = await MySQLSession.open(login(target), { charset: "binary" });
@@ -377,7 +375,8 @@ describe("point-in-time replay", () => {
     expect(failure).toBeInstanceOf(BackupError);
     // The first transaction after the backup inserts the item, updates one, then the ledger line: all of it rolled back.
     const firstAfter = `0-1-${seqOf(backupPosition) + 1}`;
-    expect(failure).toMatchObject({ reason: "ReplayFailed", message: expect.stringContaining(`transaction ${firstAfter} failed`) });
+    expect((failure as BackupError).reason).toBe("ReplayFailed");
+    expect((failure as Error).message).toContain(`transaction ${firstAfter} failed`);
     expect((failure as Error).message).toMatch(/Duplicate entry/);
     expect((failure as Error).message).toMatch(/nothing of the archive was applied/);
     expect((await session.query<{ t: unknown }>("SELECT @@in_transaction AS t")).map((r) => Number(r.t))).toEqual([0]);

@@ -14,10 +14,11 @@
 //   lc_time_names). Intvar, Rand and User_var events become the SETs of
 //   INSERT_ID/LAST_INSERT_ID, RAND_SEED1/2 and @variables before it.
 // - Group boundaries come from the GTID event: a transaction is sent as
-//   BEGIN … COMMIT (its Xid, or its own COMMIT/ROLLBACK query event); a
-//   standalone group (DDL) as its one statement. `autocommit` is therefore
-//   not replayed: the session stays autocommit=1 and each group is exactly one
-//   commit, as on the source.
+//   BEGIN … COMMIT (its Xid, or its own COMMIT/ROLLBACK query event), one of a
+//   single row statement as that statement alone (autocommitted: one round
+//   trip instead of three); a standalone group (DDL) as its one statement.
+//   `autocommit` is therefore not replayed: the session stays autocommit=1
+//   and each group is exactly one commit, as on the source.
 // - The source's GTIDs are not kept (no SET gtid_domain_id/server_id/
 //   gtid_seq_no): the target may be the very server the archive came from,
 //   whose own sequence is already past them (gtid_strict_mode would refuse
@@ -547,5 +548,8 @@ export function transactionStatements(tx: Transaction, state: SessionState, opti
     clock.push({ sql: `SET TIMESTAMP=${timestamp}` });
     state.timestamp = timestamp;
   }
+  // A transaction of one row statement is that statement, autocommitted: one round trip instead of three
+  // (most OLTP transactions are one INSERT/UPDATE/DELETE). The server commits it at the statement's end.
+  if (body.length === 1 && body[0]?.sql.startsWith("BINLOG ") && (ending?.sql ?? "COMMIT") === "COMMIT") return [...out, ...clock, body[0]];
   return [...out, ...clock, { sql: "BEGIN" }, ...body, ending ?? { sql: "COMMIT" }];
 }

@@ -16,8 +16,8 @@
 // - `session` must be opened with `{ charset: "binary" }` (as the restores
 //   do): statements are sent as their logged bytes, in whatever character set
 //   they were written; replayBinlog refuses another session (InvalidOptions).
-//   It leaves the session's variables as the last event set them (TIMESTAMP
-//   is reset to DEFAULT): use a session of its own.
+//   It sets autocommit=1 and leaves the session's variables as the last event
+//   set them (TIMESTAMP is reset to DEFAULT): use a session of its own.
 // - A recovery GTID at or before `after` is not an error when it is `after`
 //   itself (nothing to replay); before it is InvalidOptions ("the backup is
 //   past the recovery point").
@@ -209,6 +209,9 @@ export async function replayBinlog(session: MySQLSession, files: AsyncIterable<B
   const databases = options.databases ? new Set(options.databases) : undefined;
   const log = options.logger;
   const collations = await loadCollations(session);
+  // Transactions are BEGIN … COMMIT, or one autocommitted statement (replay-events.ts): a server whose
+  // sessions start with autocommit off would leave those open.
+  await session.query("SET autocommit = 1", [], "prepare the session for the replay");
   const state = new SessionState();
   let position: ReadonlyMap<number, Gtid> = afterPosition;
   let lastApplied: string | null = null;
