@@ -258,8 +258,12 @@ describe("MySQLRestore.pointInTime", () => {
     expect({ rows: orders.length, digest: digest(orders) }).toEqual({ rows: expectedOrders.length, digest: digest(expectedOrders) });
     const kept = await rowsOf("kept");
     expect({ rows: kept.length, digest: digest(kept) }).toEqual({ rows: keptReference.length, digest: digest(keptReference) });
-    const events = await eventsAbout(client, ns, { name: "before-drop", kind: "MySQLRestore" });
-    expect(events.map((e) => e.reason)).toEqual(expect.arrayContaining(["Started", "Completed"]));
+    // The Event is recorded just after the status: waited for, not read at once.
+    const events = await waitFor("the Completed Event", async () => {
+      const all = await eventsAbout(client, ns, { name: "before-drop", kind: "MySQLRestore" });
+      return all.some((e) => e.reason === "Completed") ? all : undefined;
+    }, 15_000, 250);
+    expect(events.map((e) => e.reason)).toContain("Started");
   }, 240_000);
 
   it("restores to a GTID exactly: every transaction up to and including it, nothing after", async () => {
@@ -313,8 +317,7 @@ describe("MySQLRestore.pointInTime", () => {
         expect(ready?.reason).toBe("ChecksumMismatch");
         expect(ready?.message).toContain(`binlog file ${needed!.key}`);
         expect(ready?.message).toContain("The target was left untouched");
-        const events = await eventsAbout(client, ns, { name: "corrupt", kind: "MySQLRestore" });
-        expect(events.map((e) => e.reason)).toContain("ChecksumMismatch");
+        await waitFor("a ChecksumMismatch Event", async () => ((await eventsAbout(client, ns, { name: "corrupt", kind: "MySQLRestore" })).some((e) => e.reason === "ChecksumMismatch") ? true : undefined), 15_000, 250);
         expect(await fingerprint(admin, db)).toEqual(before);
         const [staging] = await admin.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'stw\\_restore\\_%'");
         expect(Number(staging[0]?.n)).toBe(0);
@@ -385,8 +388,7 @@ describe("MySQLRestore.pointInTime", () => {
     expect(ready?.message).toContain(`transaction ${createScratch} failed`);
     expect(ready?.message).toContain(`the target holds the backup plus every archived transaction up to ${before}`);
     expect(ready?.message).toContain(`MySQLBackup full (GTID position "${backupPosition}")`);
-    const events = await eventsAbout(client, ns, { name: "replay-fails", kind: "MySQLRestore" });
-    expect(events.map((e) => e.reason)).toContain("ReplayFailed");
+    await waitFor("a ReplayFailed Event", async () => ((await eventsAbout(client, ns, { name: "replay-fails", kind: "MySQLRestore" })).some((e) => e.reason === "ReplayFailed") ? true : undefined), 15_000, 250);
     await admin.query(`DROP TABLE ${id(db)}.scratch`);
   }, 240_000);
 
