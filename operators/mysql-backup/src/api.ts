@@ -132,6 +132,7 @@ export const MySQLBackupKind = defineKind({
       compressedBytes: optional(integer("Bytes stored in the bucket.")),
       uncompressedBytes: optional(integer("Bytes of SQL before compression.")),
       manifestSha256: optional(string("SHA-256 of the stored manifest.json; each object's own SHA-256 is in the manifest.")),
+      snapshotTime: optional(string("When the consistent snapshot was taken: the backup holds the data of this moment. A point-in-time restore to a later point can start from it.", { format: "date-time" })),
       storage: optional(
         object(
           {
@@ -168,13 +169,13 @@ export const MySQLRestoreKind = defineKind({
   plural: "mysqlrestores",
   shortNames: ["mysqlrs"],
   scope: "Namespaced",
-  description: "Restores a backup (or a plain mysqldump file) from S3 into a MySQL server.",
+  description: "Restores a backup (or a plain mysqldump file) from S3 into a MySQL server; with pointInTime, a backup and then the archived binary log up to a time or GTID.",
   spec: object(
     {
       instanceRef: instanceRef("The MySQLInstance to restore into."),
-      source: object(
+      source: optional(object(
         {
-          backupRef: optional(object({ name: string("Name of a Completed MySQLBackup in the same namespace.", NAME) }, "Restore this MySQLBackup.")),
+          backupRef: optional(object({ name: string("Name of a Completed MySQLBackup in the same namespace.", NAME) }, "Restore this MySQLBackup. With pointInTime: the full backup the archived transactions are replayed onto (its snapshot must be before the point and its GTID position within the archive).")),
           s3: optional(
             object(
               {
@@ -188,8 +189,32 @@ export const MySQLRestoreKind = defineKind({
             ),
           ),
         },
-        "What to restore: exactly one of backupRef or s3.",
+        "What to restore: exactly one of backupRef or s3. Optional with pointInTime, which then starts from the newest fitting backup.",
         { validations: [{ rule: "has(self.backupRef) != has(self.s3)", message: "set exactly one of source.backupRef or source.s3" }] },
+      )),
+      pointInTime: optional(
+        object(
+          {
+            archiveRef: object(
+              { name: string("Name of a MySQLBinlogArchive in the same namespace that archives the backed-up server's binary log.", NAME) },
+              "The binlog archive whose transactions are replayed after the backup.",
+            ),
+            time: optional(
+              string(
+                "Restore the state of this moment (RFC 3339, e.g. 2026-12-02T03:14:15Z): every transaction whose binlog event time is at or before it is replayed, none after. The binlog records whole seconds, so a fraction is cut off. It must not be later than now.",
+                { format: "date-time" },
+              ),
+            ),
+            gtid: optional(
+              string("Restore up to and including the transaction with this MariaDB GTID (domain-server-sequence, e.g. 0-1-4711), and nothing of its domain after it.", {
+                maxLength: 64,
+                pattern: "^[0-9]{1,10}-[0-9]{1,10}-[0-9]{1,20}$",
+              }),
+            ),
+          },
+          "Point-in-time recovery: a full backup (source.backupRef, or else the newest Completed MySQLBackup of the namespace taken before the point whose GTID position the archive covers) is restored, then the archived transactions after its snapshot up to the point are replayed onto the target. Before the target is changed at all, the archive's index is read, the needed binlog files are downloaded and their size and SHA-256 checked. The replay is limited to the databases restored, each statement taken by its default database (as mariadb-binlog --database): DDL run without USE is not replayed. Exactly one of time or gtid.",
+          { validations: [{ rule: "has(self.time) != has(self.gtid)", message: "set exactly one of pointInTime.time or pointInTime.gtid" }] },
+        ),
       ),
       databases: databasesSchema("Restore only these databases. Default: all in the backup."),
       mode: optional(
@@ -201,6 +226,15 @@ export const MySQLRestoreKind = defineKind({
       ),
     },
     "The desired restore. A restore runs once.",
+    {
+      validations: [
+        { rule: "has(self.source) || has(self.pointInTime)", message: "set spec.source, or spec.pointInTime (which then picks the backup itself)" },
+        {
+          rule: "!has(self.pointInTime) || !has(self.source) || !has(self.source.s3)",
+          message: "spec.source.s3 cannot be combined with spec.pointInTime: a point-in-time restore starts from a MySQLBackup (source.backupRef), whose GTID position it needs",
+        },
+      ],
+    },
   ),
   status: object(
     {
@@ -213,6 +247,20 @@ export const MySQLRestoreKind = defineKind({
       objects: optional(integer("Number of objects applied.")),
       bytes: optional(integer("Bytes of SQL applied.")),
       mode: optional(stringEnum(["Staged", "InPlace"], "How the restore applies: Staged (swapped in once everything was verified), or InPlace (spec.mode InPlace, and every plain dump file).")),
+      pointInTime: optional(
+        object(
+          {
+            backup: optional(string("The MySQLBackup restored before the replay (chosen, or source.backupRef).")),
+            backupPosition: optional(string("GTID position of that backup's snapshot: the replay starts after it.")),
+            point: optional(string("The point restored to: spec.pointInTime.time or gtid.")),
+            binlogFiles: optional(integer("Archived binlog files downloaded and verified for the replay.")),
+            transactions: optional(integer("Transactions replayed onto the target.")),
+            lastReplayedGtid: optional(string("GTID of the last transaction replayed onto the target.")),
+            lastReplayedTime: optional(string("Binlog event time of the last transaction replayed.", { format: "date-time" })),
+          },
+          "What a point-in-time restore chose and replayed.",
+        ),
+      ),
       startedBy: optional(string("The manager instance that ran the restore.")),
       conditions: optional(conditionsSchema()),
     },
@@ -221,6 +269,7 @@ export const MySQLRestoreKind = defineKind({
   printerColumns: [
     { name: "Instance", type: "string", jsonPath: ".spec.instanceRef.name" },
     { name: "Backup", type: "string", jsonPath: ".spec.source.backupRef.name" },
+    { name: "Point", type: "string", jsonPath: ".status.pointInTime.point", priority: 1 },
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
     { name: "Completed", type: "date", jsonPath: ".status.completionTime" },
   ],

@@ -66,7 +66,17 @@ export type BackupFailureReason =
   /** A binlog archive's index.json cannot be read. */
   | "InvalidArchiveIndex"
   /** The server a binlog stream follows is not the primary any more (a switchover): the stream moves to the new one. */
-  | "PrimaryChanged";
+  | "PrimaryChanged"
+  /** A point-in-time replay needs a transaction the binlog archive does not hold (it starts after the backup, or has a hole). */
+  | "ArchiveGap"
+  /** The recovery point is past what the binlog archive holds so far. */
+  | "PointNotArchived"
+  /** Point-in-time restore: no Completed backup the archive covers was taken before the point. */
+  | "NoBackupBeforePoint"
+  /** Point-in-time restore: the point is later than now. */
+  | "PointInFuture"
+  /** A transaction of a point-in-time replay failed on the target server. */
+  | "ReplayFailed";
 
 export interface BackupErrorOptions {
   /**

@@ -81,7 +81,8 @@ interface OpenFile {
   openedAt: number;
 }
 
-const isoSeconds = (seconds: number): string => new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+/** Header seconds as the index writes times (ISO 8601, whole seconds). */
+export const isoSeconds = (seconds: number): string => new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 export class ArchiveWriter {
   private indexState: ArchiveIndex;

@@ -35,7 +35,7 @@ export const EventType = {
 } as const;
 
 /** Rows events (v1, v2, MariaDB's compressed ones) and MariaDB 11's row fragments. */
-const ROWS_EVENTS = new Set([23, 24, 25, 30, 31, 32, 166, 167, 168, 169, 170, 171, 172]);
+export const ROWS_EVENTS: ReadonlySet<number> = new Set([23, 24, 25, 30, 31, 32, 166, 167, 168, 169, 170, 171, 172]);
 
 /** The 19-byte common header of every v4 event. */
 export const HEADER_LENGTH = 19;
@@ -213,7 +213,7 @@ export function parseRotate(event: BinlogEvent, checksum: boolean): { position: 
 
 // Query event post-header: thread id (4), execution time (4), database name
 // length (1), error code (2), status variables length (2).
-const QUERY_POST_HEADER = 13;
+export const QUERY_POST_HEADER = 13;
 
 /** The statement text of a Query event (not of a compressed one). */
 export function queryText(event: BinlogEvent, format: FormatDescription): string {
@@ -256,7 +256,7 @@ export function endsGroup(event: BinlogEvent, gtidFlags: number, format: FormatD
 }
 
 /** Sets the CRC32 of an event (in place) from its bytes. */
-function writeChecksum(raw: Buffer): void {
+export function writeChecksum(raw: Buffer): void {
   raw.writeUInt32LE(crc32(raw.subarray(0, raw.length - CHECKSUM_LENGTH)), raw.length - CHECKSUM_LENGTH);
 }
 

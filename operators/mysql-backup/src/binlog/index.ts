@@ -8,3 +8,4 @@ export { BinlogStream, currentBinlogPosition, defaultHeartbeatMs, serverIdAt, ty
 export { BINLOG_MAGIC, BinlogFormatError, EventType, parseGtidList, readBinlogFile, type BinlogEvent, type EventHeader } from "./events.ts";
 export { describeDivergence, divergence, formatGtid, formatPosition, parseGtid, parsePosition, type Divergence, type Gtid, type GtidPosition } from "./gtid.ts";
 export { TransactionAssembler, type StreamItem, type Transaction } from "./transactions.ts";
+export { planReplay, replayBinlog, type RecoveryPoint, type ReplayOptions, type ReplayPlan, type ReplayResult } from "./replay.ts";

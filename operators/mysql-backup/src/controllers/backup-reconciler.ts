@@ -65,6 +65,8 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
             uncompressedBytes: result.uncompressedSize,
             // A restore from this backup refuses a manifest that changed since.
             manifestSha256: result.manifestSha256,
+            // What a point-in-time restore compares its point with to choose a backup.
+            snapshotTime: result.manifest.createdAt,
             ...(pos ? { position: pos } : {}),
           },
           message: `Backup completed: ${result.objects} objects, ${result.size} bytes at ${result.location.url}`,

@@ -3,6 +3,8 @@
 // and the MySQL package's errors are already stripped of them.
 import { MissingSecretError, MySQLError } from "@stateward/mysql";
 import { isBackupError } from "../errors.ts";
+import { leftTargetUntouched } from "../restore/index.ts";
+import type { FailedRun } from "./operation-reconciler.ts";
 
 export interface Failure {
   reason: string;
@@ -24,4 +26,18 @@ export function describeFailure(err: unknown, abortedBecause?: string): Failure 
 export function stopReason(signal: AbortSignal, otherwise: string): string {
   const r: unknown = signal.reason;
   return r instanceof Error && r.name !== "AbortError" && r.message ? r.message : otherwise;
+}
+
+/** What a failed restore's status and Event say. */
+export function restoreFailed(err: unknown, signal: AbortSignal, deleted: boolean, mode: "Staged" | "InPlace"): FailedRun {
+  const f = describeFailure(err, signal.aborted ? (deleted ? "the MySQLRestore was deleted" : "the manager is shutting down") : undefined);
+  const message = `Restore failed: ${f.message}. ${targetState(err, mode)}`.trim();
+  return { reason: deleted ? "Deleted" : f.reason, message, event: message };
+}
+
+/** What a failed restore left the target as: a sentence for its status and Event. */
+function targetState(err: unknown, mode: "Staged" | "InPlace"): string {
+  if (leftTargetUntouched(err)) return "The target was left untouched: nothing was swapped in, and the staging databases were dropped.";
+  if (mode === "InPlace") return "The target may hold part of the data (it was applied in place).";
+  return "";
 }

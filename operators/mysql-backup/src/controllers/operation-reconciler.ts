@@ -50,6 +50,22 @@ export type OperationObject = KubeObject & { spec: { instanceRef: { name: string
  */
 export class NotReady extends ReconcileError {
   override name = "NotReady";
+  /** Polled when nothing watched ends the wait (an archive catching up): the reconcile is requeued after this long. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(reason: string, message: string, retryAfterMs?: number) {
+    super(reason, message);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * Thrown by `prepare` when the operation can never run as specified (a
+ * point-in-time restore to a point no backup precedes): recorded as Failed
+ * with a Warning Event, and not retried.
+ */
+export class Refused extends ReconcileError {
+  override name = "Refused";
 }
 
 /** A run about to start: what it needs was read (Secrets, its source), so a missing piece is reported before anything starts. */
@@ -172,10 +188,15 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
         (err) => ctx.log.error(`${this.noun} task failed unexpectedly`, { err }));
       return undefined;
     } catch (err) {
+      if (err instanceof Refused) {
+        await writeRunStatus(this.d.client, this.resource, ns, req.name, { phase: "Failed", completionTime: now() }, { status: "False", reason: err.reason, message: err.message });
+        await this.d.events.record(obj, "Warning", err.reason, err.message);
+        return undefined;
+      }
       const f = err instanceof NotReady ? { reason: err.reason, message: err.message } : describeFailure(err);
       await recordPending(this.d.client, this.resource, obj, f.reason, f.message);
       await this.d.events.record(obj, "Warning", f.reason, f.message);
-      if (err instanceof NotReady) return undefined;
+      if (err instanceof NotReady) return err.retryAfterMs === undefined ? undefined : { requeueAfter: err.retryAfterMs };
       // The original error is not attached as `cause`: driver errors can carry SQL text; the message is the cleaned description.
       // eslint-disable-next-line preserve-caught-error
       throw new Error(f.message);

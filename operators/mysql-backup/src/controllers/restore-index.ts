@@ -8,7 +8,7 @@ export const RESTORE_BY_BACKUP = "mysqlrestore.backup";
 
 /** The index values of a restore: `<namespace>/<backup name>` when its source is a MySQLBackup. */
 export function restoreBackupRef(restore: MySQLRestore): string[] {
-  const ref = restore.spec.source.backupRef;
+  const ref = restore.spec.source?.backupRef;
   return ref ? [`${restore.metadata.namespace ?? ""}/${ref.name}`] : [];
 }
 

@@ -11,16 +11,20 @@
 // target was left in, and only then lets the object go. A restore found
 // Running without a task in this process (its manager was killed) is marked
 // Interrupted, and its staging databases are dropped the same way.
+import { rm } from "node:fs/promises";
 import type { ReconcileContext } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
-import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "../api.ts";
-import { cleanUpRestore, leftTargetUntouched, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
+import { MySQLRestoreKind, type MySQLRestore } from "../api.ts";
+import { cleanUpRestore, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
+import { downloadDirectory } from "../restore/point-in-time.ts";
 import { engineConnection } from "./connection.ts";
-import { describeFailure } from "./failures.ts";
+import { describeFailure, restoreFailed } from "./failures.ts";
 import { RunMetrics } from "./metrics.ts";
 import { NotReady, OperationReconciler, type PreparedRun } from "./operation-reconciler.ts";
+import { preparePointInTime } from "./point-in-time.ts";
+import { backupSource, completedBackup } from "./restore-source.ts";
 import type { OperationDeps } from "./operation.ts";
-import { backupFolder, resolveS3 } from "./s3-settings.ts";
+import { resolveS3 } from "./s3-settings.ts";
 
 export const RESTORE_FINALIZER = "stateward.io/restore-cleanup";
 
@@ -41,6 +45,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
 
   protected async prepare(restore: MySQLRestore, instance: MySQLInstance, key: string, ctx: ReconcileContext): Promise<PreparedRun> {
     const ns = restore.metadata.namespace ?? "";
+    if (restore.spec.pointInTime) return preparePointInTime(this.d, restore, restore.spec.pointInTime, instance, key, ctx);
     const { source, description } = await this.source(restore, ns);
     const settings = await this.d.connector.connectionSettings(instance);
     // A dump file has no manifest to stage by: it is applied in place.
@@ -66,11 +71,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
           event: `Restore completed in ${Math.round(result.durations.totalMs / 1000)} s: ${result.objects} objects from ${result.location}`,
         };
       },
-      failed: (err, signal, deleted) => {
-        const f = describeFailure(err, signal.aborted ? (deleted ? "the MySQLRestore was deleted" : "the manager is shutting down") : undefined);
-        const message = `Restore failed: ${f.message}. ${targetState(err, mode)}`.trim();
-        return { reason: deleted ? "Deleted" : f.reason, message, event: message };
-      },
+      failed: (err, signal, deleted) => restoreFailed(err, signal, deleted, mode),
     };
   }
 
@@ -107,38 +108,25 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
       return `It was stopped after swapping the restored tables in: the tables are restored, but views, routines, triggers or events of the backup may be missing; ${found.replacedTables.length} replaced tables and ${found.stagingDatabases.length} staging databases were dropped.`;
     }
     const dropped = found.stagingDatabases.length > 0 ? `its staging databases (${found.stagingDatabases.join(", ")}) were dropped` : "it had left no staging database";
+    if (restore.spec.pointInTime) {
+      // A killed manager's downloads are gone with its pod; one restarted in place finds them here.
+      await rm(downloadDirectory(runId), { recursive: true, force: true }).catch(() => undefined);
+      // Past the swap nothing is left to tell it by: it may have been replaying.
+      if (found.stagingDatabases.length === 0) {
+        return "It had left no staging database: it stopped either before changing the target or after restoring the backup, while replaying the archived transactions (the target then holds the backup plus part of them).";
+      }
+    }
     return `It stopped before changing the target, which was left untouched; ${dropped}.`;
   }
 
   private async source(restore: MySQLRestore, ns: string): Promise<{ source: RestoreSource; description: string }> {
-    const ref = restore.spec.source.backupRef;
-    if (ref) {
-      const backup = this.d.cache.get<MySQLBackup>(MySQLBackupKind.resource, ns, ref.name);
-      if (!backup) throw new NotReady("BackupNotFound", `MySQLBackup ${ref.name} not found in namespace ${ns}`);
-      if (backup.status?.phase !== "Completed") {
-        throw new NotReady("BackupNotCompleted", `MySQLBackup ${ref.name} is ${backup.status?.phase ?? "Pending"}, not Completed; the restore waits for it`);
-      }
-      const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
-      const prefix = backupFolder(backup.spec.storage.s3.prefix, ns, ref.name);
-      // The manifest's checksum recorded at completion: a manifest changed since is refused.
-      const manifestSha256 = backup.status.manifestSha256;
-      return {
-        source: { backup: { ...s3, prefix }, ...(manifestSha256 ? { manifestSha256 } : {}) },
-        description: backup.status.location ?? `s3://${s3.bucket}/${prefix}/`,
-      };
-    }
-    const s3spec = restore.spec.source.s3;
+    const ref = restore.spec.source?.backupRef;
+    if (ref) return backupSource(this.d, completedBackup(this.d, ns, ref.name), ns);
+    const s3spec = restore.spec.source?.s3;
     if (!s3spec) throw new NotReady("InvalidSource", "spec.source has neither backupRef nor s3");
     const s3 = await resolveS3(ns, s3spec, this.d.secrets);
     const source = await locateRestoreSource({ ...s3, path: s3spec.path });
     return { source, description: `s3://${s3.bucket}/${s3spec.path}` };
   }
 
-}
-
-/** What a failed restore left the target as: a sentence for its status and Event. */
-function targetState(err: unknown, mode: "Staged" | "InPlace"): string {
-  if (leftTargetUntouched(err)) return "The target was left untouched: nothing was swapped in, and the staging databases were dropped.";
-  if (mode === "InPlace") return "The target may hold part of the data (it was applied in place).";
-  return "";
 }

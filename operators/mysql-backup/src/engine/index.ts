@@ -13,4 +13,4 @@
 // Every failure is a BackupError (../errors.ts): `reason` fits a condition's reason as is,
 // `message` says what to do, `retryable` says whether trying again may help.
 export { runBackup, type BackupOptions, type BackupProgress, type BackupResult } from "./backup.ts";
-export { type MySQLConnectionOptions } from "./connection.ts";
+export { MySQLSession, type MySQLConnectionOptions } from "./connection.ts";

@@ -31,6 +31,12 @@ export function leftTargetUntouched(err: unknown): boolean {
   return typeof err === "object" && err !== null && untouched.has(err);
 }
 
+/** Marks `err` as thrown before anything of the target changed (a point-in-time restore's download, before the restore starts). */
+export function markTargetUntouched<E extends object>(err: E): E {
+  untouched.add(err);
+  return err;
+}
+
 /** A BackupError with `more` appended to its message. */
 function withNote(err: unknown, more: string): BackupError {
   const e = err instanceof BackupError ? err : new BackupError("DatabaseError", messageOf(err), { cause: err });

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import type { MySQLBinlogArchive } from "../api.ts";
+import { BackupError } from "../errors.ts";
+import { NotReady, Refused } from "./operation-reconciler.ts";
+import { notArchived } from "./point-in-time.ts";
+
+const archive = { metadata: { name: "arch" }, spec: { rotation: { maxFileAgeSeconds: 30 } } } as unknown as MySQLBinlogArchive;
+const err = new BackupError("PointNotArchived", "2026-12-02T03:00:00Z is past what is archived");
+
+describe("notArchived", () => {
+  it("waits, polled, while the point is younger than the archive's rotation age plus a margin", () => {
+    const r = notArchived(err, archive, { time: new Date(Date.now() - 60_000) }, new Date(), undefined);
+    expect(r).toBeInstanceOf(NotReady);
+    expect((r as NotReady).retryAfterMs).toBe(5_000);
+    expect(r.message).toContain("Waiting for MySQLBinlogArchive arch");
+  });
+
+  it("fails once the archive should have reached it, saying what it reached and what to do", () => {
+    const r = notArchived(err, archive, { time: new Date(Date.now() - 91_000) }, new Date(), undefined);
+    expect(r).toBeInstanceOf(Refused);
+    expect((r as Refused).reason).toBe("PointNotArchived");
+    expect(r.message).toContain("it holds no transaction yet");
+    expect(r.message).toContain("Check the archive's status");
+  });
+
+  it("bounds a GTID point's wait from the restore's creation", () => {
+    const old = new Date(Date.now() - 120_000);
+    expect(notArchived(err, archive, { gtid: "0-1-9" }, old, undefined)).toBeInstanceOf(Refused);
+    expect(notArchived(err, archive, { gtid: "0-1-9" }, new Date(), undefined)).toBeInstanceOf(NotReady);
+  });
+});
