@@ -5,5 +5,6 @@ import { coreBenchmark } from "./core.bench.ts";
 import { databaseUserBenchmark } from "./database-user.bench.ts";
 import { mysqlBackupBenchmark } from "./mysql-backup.bench.ts";
 import { mysqlClusterBenchmark } from "./mysql-cluster.bench.ts";
+import { pointInTimeBenchmark } from "./point-in-time.bench.ts";
 
-export const benchmarks: readonly Benchmark[] = [coreBenchmark, databaseUserBenchmark, mysqlBackupBenchmark, mysqlClusterBenchmark];
+export const benchmarks: readonly Benchmark[] = [coreBenchmark, databaseUserBenchmark, mysqlBackupBenchmark, pointInTimeBenchmark, mysqlClusterBenchmark];

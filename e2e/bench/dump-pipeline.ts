@@ -4,6 +4,8 @@
 //
 //   backup:  mariadb-dump --single-transaction <db> | gzip -6 | upload to S3
 //   restore: download from S3 | gunzip | mariadb <db>
+//   binlog:  download the archived binlog files | mariadb-binlog --start-position=<GTID>
+//            --stop-position=<GTID> <files> | mariadb (the point-in-time benchmark)
 //
 // The upload and download use the AWS SDK (@aws-sdk/lib-storage's Upload with
 // its defaults: 5 MiB parts, 4 in flight) to the same bucket the operator
@@ -12,6 +14,9 @@
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { cpuSeconds } from "./process-usage.ts";
@@ -157,4 +162,53 @@ export async function pipelineRestore(options: { server: MariaDBServer; database
     throw err;
   }
   return { storedBytes: counter.bytes, ms: performance.now() - t0, cpuSeconds: cpuSeconds("self", { children: true }) - cpu0 };
+}
+
+export interface PipelineBinlogResult {
+  /** Bytes of the binlog files downloaded. */
+  storedBytes: number;
+  /** From the first GET to the `mariadb` client's exit. */
+  ms: number;
+  /** CPU seconds of the pipeline's side: mariadb-binlog, the mariadb client, and this process downloading. */
+  cpuSeconds: number;
+}
+
+/**
+ * What an operator scripts by hand for the binlog part of a point-in-time
+ * recovery: the archived files downloaded (`keys`, in order) into a temporary
+ * folder, then `mariadb-binlog --start-position=<after> --stop-position=<until>
+ * <files> | mariadb` — every transaction after the GTID state `after` up to
+ * and including the GTID `until`, with the source's GTIDs (the target must not
+ * run gtid_strict_mode with a later sequence of their domain).
+ */
+export async function pipelineBinlogReplay(options: { server: MariaDBServer; s3: S3Client; bucket: string; keys: string[]; after: string; until: string }): Promise<PipelineBinlogResult> {
+  const cpu0 = cpuSeconds("self", { children: true });
+  const t0 = performance.now();
+  const dir = mkdtempSync(join(tmpdir(), "bench-binlog-"));
+  try {
+    let storedBytes = 0;
+    const files: string[] = [];
+    for (const [i, key] of options.keys.entries()) {
+      const object = await options.s3.send(new GetObjectCommand({ Bucket: options.bucket, Key: key }));
+      const bytes = Buffer.from((await object.Body?.transformToByteArray()) ?? []);
+      const file = join(dir, `binlog.${String(i + 1).padStart(6, "0")}`);
+      writeFileSync(file, bytes);
+      storedBytes += bytes.length;
+      files.push(file);
+    }
+    const binlog = startTool("mariadb-binlog", [`--start-position=${options.after}`, `--stop-position=${options.until}`, ...files], ["ignore", "pipe", "pipe"]);
+    const { stdout } = binlog.child;
+    if (!stdout) throw new Error("mariadb-binlog has no stdout");
+    const client = startTool("mariadb", clientArgs(options.server), [stdout, "ignore", "pipe"], clientEnv(options.server));
+    stdout.destroy();
+    try {
+      await Promise.all([binlog.done, client.done]);
+    } catch (err) {
+      stopAll([binlog, client]);
+      throw err;
+    }
+    return { storedBytes, ms: performance.now() - t0, cpuSeconds: cpuSeconds("self", { children: true }) - cpu0 };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -24,22 +24,21 @@
 // they say more than wall time when other work shares the machine.
 // Everything is removed at the end: the databases, the objects in the bucket,
 // the namespace.
-import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { mkdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { isAbsolute, join } from "node:path";
 import type { Connection } from "mysql2/promise";
-import { builtin, findCondition, type Condition, type KubeClient, type KubeObject, type ResourceType } from "@stateward/core";
+import { builtin, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind, quoteIdentifier } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { s3Client, type EnvironmentInfo } from "../harness/index.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../support/kube.ts";
-import { waitFor } from "../support/wait.ts";
 import { benchTables, connect, createBenchDatabase, databaseBytes, dropDatabase, tableChecksums, type ServerLogin } from "./backup-dataset.ts";
 import { startManagerProcess, type ManagerHandle } from "./manager-handle.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
 import { pipelineBackup, pipelineRestore } from "./dump-pipeline.ts";
-import { cpuSeconds, watchProcess, type UsageWindow } from "./process-usage.ts";
+import { deletePrefix, timedOperation, type Finished } from "./operations.ts";
+import { cpuSeconds } from "./process-usage.ts";
 
 /** Rows per table from the environment; NaN when the value is not a whole number (run() refuses it). */
 function rowsSetting(name: string, fallback: number): number {
@@ -55,13 +54,7 @@ const ROWS = rowsSetting("BENCH_BACKUP_ROWS", 4_000_000);
 const SMALL_ROWS = rowsSetting("BENCH_BACKUP_SMALL_ROWS", 1_000_000);
 /** gzip's own default, and MySQLBackup's for gzip (defaultCompressionLevel). */
 const GZIP_LEVEL = 6;
-/** The issue's sampling period for the manager's RSS. */
-const RSS_SAMPLE_MS = 250;
-/** Status polling: 100 ms on operations of tens of seconds is well under 1 % of error. */
-const POLL_MS = 100;
 const START_TIMEOUT_MS = 60_000;
-/** Several times what 2 × 4 M rows need on 2 cores, so only a hang trips it. */
-const OPERATION_TIMEOUT_MS = 600_000;
 const INSTANCE = "db";
 const S3_SECRET = "s3-creds";
 
@@ -72,74 +65,10 @@ const mb = (bytes: number) => bytes / 1e6;
 const mib = (bytes: number) => bytes / 2 ** 20;
 const load1 = () => Number((loadavg()[0] ?? 0).toFixed(2));
 
-interface Finished<T> {
-  obj: T;
-  seconds: number;
-  /** The manager's memory and CPU over the operation. */
-  usage: UsageWindow;
-}
-
-type Operation = KubeObject & { status?: { phase?: string; conditions?: Condition[] } };
-
-/**
- * Creates `obj` and waits until its phase is Completed (Failed throws, with
- * the condition's message), timing it from the create and watching the
- * manager's memory and CPU meanwhile.
- */
-async function timedOperation<T extends Operation>(client: KubeClient, manager: ManagerHandle, rt: ResourceType, obj: T): Promise<Finished<T>> {
-  const ns = obj.metadata.namespace ?? "";
-  const name = obj.metadata.name ?? "";
-  const window = watchProcess(manager.pid, RSS_SAMPLE_MS, async () => (await manager.stats()).memory);
-  const measured = await (async () => {
-    const t0 = performance.now();
-    await client.create<T>(rt, obj);
-    let last: T | undefined;
-    const done = await waitFor(
-      `${rt.kind} ${name} to finish`,
-      async () => {
-        last = await client.get<T>(rt, ns, name);
-        return last.status?.phase === "Completed" || last.status?.phase === "Failed" ? last : undefined;
-      },
-      OPERATION_TIMEOUT_MS,
-      POLL_MS,
-    ).catch((err: unknown) => {
-      // A timeout alone does not say why: the last status does (e.g. Pending, WaitingForSlot).
-      const ready = findCondition(last?.status?.conditions, "Ready");
-      throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen ${last?.status?.phase ?? "without a status"}: ${ready?.reason ?? ""} ${ready?.message ?? ""}`);
-    });
-    return { done, seconds: (performance.now() - t0) / 1000 };
-  })().then(
-    (value) => ({ ok: true as const, ...value }),
-    (error: unknown) => ({ ok: false as const, error }),
-  );
-  // Stopped on failure too, so no timer outlives the benchmark.
-  const usage = await window.stop();
-  if (!measured.ok) throw measured.error;
-  const { done, seconds } = measured;
-  if (done.status?.phase !== "Completed") {
-    const ready = findCondition(done.status?.conditions, "Ready");
-    throw new Error(`${rt.kind} ${name} ended ${done.status?.phase ?? "?"}: ${ready?.reason ?? ""} ${ready?.message ?? ""} (manager log: ${manager.logFile})`);
-  }
-  return { obj: done, seconds, usage };
-}
-
 function differences(expected: Record<string, string>, got: Record<string, string>): string[] {
   return Object.keys(expected)
     .filter((t) => got[t] !== expected[t])
     .map((t) => `${t}: ${got[t] ?? "missing"} instead of ${expected[t] ?? "?"}`);
-}
-
-/** Every object under `prefix/` in the bucket, deleted 1,000 at a time (S3's limit per request). */
-async function deletePrefix(s3: S3Client, bucket: string, prefix: string): Promise<void> {
-  for (;;) {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${prefix}/` }));
-    const keys = (page.Contents ?? []).flatMap((o) => (o.Key ? [{ Key: o.Key }] : []));
-    if (keys.length === 0) return;
-    const out = await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys, Quiet: true } }));
-    // Without this, a key that cannot be deleted would be listed and retried forever.
-    const refused = out.Errors ?? [];
-    if (refused.length > 0) throw new Error(`${refused.length} objects could not be deleted, e.g. ${refused[0]?.Key ?? "?"}: ${refused[0]?.Message ?? refused[0]?.Code ?? "?"}`);
-  }
 }
 
 /**
