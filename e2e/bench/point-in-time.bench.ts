@@ -152,7 +152,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
     await client.create<MySQLBinlogArchive>(MySQLBinlogArchiveKind.resource, {
       apiVersion: MySQLBinlogArchiveKind.apiVersion, kind: MySQLBinlogArchiveKind.kind, metadata: { name: ARCHIVE, namespace: ns },
       spec: { instanceRef: { name: INSTANCE }, storage, rotation: { maxFileAgeSeconds: ARCHIVE_AGE_SECONDS } },
-    } as MySQLBinlogArchive);
+    });
     const archiveNow = () => client.get<MySQLBinlogArchive>(MySQLBinlogArchiveKind.resource, ns, ARCHIVE);
     await waitFor("the archive streaming", async () => (findCondition((await archiveNow()).status?.conditions, "Ready")?.status === "True" ? true : undefined), 60_000, 200);
 
@@ -160,7 +160,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
     const backup = await timedOperation<MySQLBackup>(client, manager, MySQLBackupKind.resource, {
       apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "base", namespace: ns },
       spec: { instanceRef: { name: INSTANCE }, storage, databases: [db], compression: "gzip" },
-    } as MySQLBackup);
+    });
     const backupGtid = backup.obj.status?.position?.gtid ?? "";
     if (!backupGtid) throw new Error("the backup recorded no GTID position: nothing to replay after");
     const lags: number[] = [];
@@ -194,7 +194,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
       ({
         apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name, namespace: ns },
         spec: { instanceRef: { name: TARGET }, source: { backupRef: { name: "base" } }, ...(pointInTime ? { pointInTime: { archiveRef: { name: ARCHIVE }, gtid: lastGtid } } : {}) },
-      }) as MySQLRestore;
+      });
     const pitr = await timedOperation<MySQLRestore>(client, manager, MySQLRestoreKind.resource, restoreSpec("to-last-gtid", true));
     const afterPitr = differences(original, await tableChecksums(targetAdmin, db));
     if (afterPitr.length > 0) failures.push(`after the point-in-time MySQLRestore, CHECKSUM TABLE differs from the source's: ${afterPitr.join("; ")}`);
