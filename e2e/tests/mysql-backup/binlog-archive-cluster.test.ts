@@ -1,7 +1,11 @@
 // A MySQLBinlogArchive of a MySQLCluster (through the MySQLInstance the
-// cluster publishes, which reaches the primary) across a planned switchover:
-// the archive follows the new primary, and its GTIDs go on one by one — no
-// gap, no duplicate — from the old primary's to the new one's.
+// cluster publishes, which reaches the primary) across a planned switchover
+// and across an automatic failover (the primary's server killed while an
+// application writes through the primary Service): the archive follows the
+// new primary, and its GTIDs go on one by one — no gap, no duplicate — from
+// the old primary's to the new one's. A failover that lost a transaction the
+// archive already holds must be reported (ArchiveDiverged), never archived
+// over.
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import { findCondition } from "@stateward/core";
@@ -12,6 +16,8 @@ import { s3Client } from "../../harness/index.ts";
 import { createS3Secret } from "../../support/backup-setup.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 import { testClient } from "../../support/kube.ts";
+import { archiveManifest, breaksInChain, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
+import { loseNode, newPrimary, prepareApp, startPrimaryWriter } from "../../support/mysql-failover.ts";
 import { waitFor } from "../../support/wait.ts";
 
 const env = inject("environment");
@@ -46,14 +52,7 @@ describe("a MySQLBinlogArchive of a MySQLCluster", () => {
     await clusterRunning(client, suite, name, 2, { check: (c) => c.status?.currentPrimary === `${name}-0` });
     const password = await rootPassword(client, ns, name);
     const prefix = `binlog-archive-test/${suffix}`;
-    await client.create<MySQLBinlogArchive>(AR, {
-      apiVersion: MySQLBinlogArchiveKind.apiVersion, kind: MySQLBinlogArchiveKind.kind, metadata: { name: "orders", namespace: ns },
-      spec: {
-        instanceRef: { name: clusterNames(name).instance },
-        rotation: { maxFileAgeSeconds: 5 },
-        storage: { s3: { bucket: env.s3.bucket, prefix, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
-      },
-    });
+    await client.create<MySQLBinlogArchive>(AR, archiveManifest(env.s3, ns, "orders", clusterNames(name).instance, prefix));
     const ready = await waitFor("the archive streaming from pod 0", async () => {
       const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders");
       return findCondition(a.status?.conditions, "Ready")?.status === "True" ? a : undefined;
@@ -95,4 +94,75 @@ describe("a MySQLBinlogArchive of a MySQLCluster", () => {
     // Written by the old primary, then by the new one.
     expect([...new Set(gtids.map((g) => g.server))]).toEqual([SERVER_ID_BASE, SERVER_ID_BASE + 1]);
   }, 300_000);
+});
+
+describe("a MySQLBinlogArchive of a MySQLCluster that fails over", () => {
+  const fo = "archfo";
+
+  it("follows the promoted replica: the archive goes on from the new primary without gap or duplicate, every acknowledged write in it", async () => {
+    const { ns, servers } = suite;
+    await client.create(MYC, clusterManifest(ns, fo, { replicas: 3, storage: { size: "1Gi" }, failover: { detectionSeconds: 5 } }));
+    const running = await clusterRunning(client, suite, fo, 3, { check: (c) => findCondition(c.status?.conditions, "SemiSync")?.status === "True" });
+    const old = running.status?.currentPrimary ?? "";
+    const password = await rootPassword(client, ns, fo);
+    await prepareApp(client, servers, ns, fo, password);
+    await onPod(servers, old, password, "CREATE TABLE app.writes (id INT PRIMARY KEY)");
+    const prefix = `binlog-archive-test/${suffix}-failover`;
+    const folder = `${prefix}/${ns}/orders-fo`;
+    await client.create<MySQLBinlogArchive>(AR, archiveManifest(env.s3, ns, "orders-fo", clusterNames(fo).instance, prefix));
+    const serverIdOf = (pod: string) => SERVER_ID_BASE + Number(pod.slice(pod.lastIndexOf("-") + 1));
+    const ready = await waitFor("the archive streaming from the primary", async () => {
+      const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-fo");
+      return findCondition(a.status?.conditions, "Ready")?.status === "True" && a.status?.source?.startsWith(`server ${serverIdOf(old)} at `) ? a : undefined;
+    }, 60_000, 250);
+    const start = ready.status?.startPosition ?? "";
+
+    const writer = startPrimaryWriter(servers, ns, fo, "app.writes", true);
+    let next = "";
+    try {
+      await waitFor("writes acknowledged and archived before the loss", async () => {
+        const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-fo");
+        return writer.acknowledged.length >= 50 && (a.status?.files ?? 0) >= 2 ? true : undefined;
+      }, 60_000, 100);
+      const lostAt = Date.now();
+      await loseNode(servers, old);
+      next = (await newPrimary(client, ns, fo, old)).status?.currentPrimary ?? "";
+      const count = writer.acknowledged.length;
+      await waitFor("a write acknowledged by the new primary", () => (writer.acknowledged.length > count + 20 ? true : undefined), 60_000, 20);
+      console.log(`archive failover: ${old} -> ${next}, writable again ${Date.now() - lostAt} ms after the loss`);
+    } finally {
+      await writer.stop();
+    }
+    const [row] = await onPod(servers, next, password, "SELECT @@gtid_binlog_pos AS p");
+    const end = String(row?.p);
+    const followedAt = Date.now();
+    const outcome = await waitFor("the archive to hold the new primary's position from it, or to report a divergence", async () => {
+      const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-fo");
+      const cond = findCondition(a.status?.conditions, "Ready");
+      if (cond?.reason === "ArchiveDiverged") return { diverged: cond.message ?? "", archive: a };
+      return a.status?.archivedPosition === end && a.status.source?.startsWith(`server ${serverIdOf(next)} at `) ? { diverged: undefined, archive: a } : undefined;
+    }, 90_000, 250);
+    const contents = await readArchive(s3, env.s3.bucket, folder);
+    expect(breaksInChain(contents.index)).toEqual([]);
+    if (outcome.diverged !== undefined) {
+      // The old primary sent the archiver a commit no replica had received when it was lost: named, nothing archived over it.
+      console.log(`archive failover: the archive diverged from ${next}: ${outcome.diverged}`);
+      expect(outcome.diverged).toMatch(new RegExp(`^the archive holds transactions that server ${serverIdOf(next)} at `));
+      expect(sequenceFaults(contents.gtids, start, contents.index.position)).toEqual([]);
+      expect(contents.gtids.some((g) => g.includes(`-${serverIdOf(next)}-`))).toBe(false);
+      return;
+    }
+    console.log(`archive failover: archive at the new primary's position ${end} ${Date.now() - followedAt} ms after the writes stopped; ${contents.index.files.length} files`);
+    expect(contents.index).toMatchObject({ startPosition: start, position: end });
+    expect(sequenceFaults(contents.gtids, start, end)).toEqual([]);
+    // The old primary's transactions, then the new one's.
+    const writers = [...new Set(contents.gtids.map((g) => Number(g.split("-")[1])))];
+    expect(writers).toEqual([serverIdOf(old), serverIdOf(next)]);
+    expect(contents.index.files.at(-1)?.serverId).toBe(serverIdOf(next));
+    // Every write the application had acknowledged is in the archive (SemiSync: each was on a replica).
+    const archived = new Set(contents.gtids);
+    const missing = writer.acknowledged.filter((id) => writer.gtids.has(id) && !archived.has(writer.gtids.get(id) ?? ""));
+    expect(missing).toEqual([]);
+    expect(outcome.archive.status?.source).toMatch(new RegExp(`^server ${serverIdOf(next)} at `));
+  }, 400_000);
 });

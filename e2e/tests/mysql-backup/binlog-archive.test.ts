@@ -14,22 +14,20 @@ import { promisify } from "node:util";
 import mysql from "mysql2/promise";
 import { Manager, captureLogs, findCondition } from "@stateward/core";
 import {
-  BackupStore,
-  BinlogArchiver,
+  type BinlogArchiver,
   MySQLBinlogArchiveKind,
   TransactionAssembler,
-  archiveStorage,
   createMySQLBackupOperator,
   formatGtid,
   parseArchiveIndex,
   readBinlogFile,
   type ArchiveIndex,
-  type ArchiveProgress,
   type MySQLBinlogArchive,
 } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
+import { binlogPosition, startArchiver as startArchiverOn } from "../../support/binlog-archive.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -37,12 +35,6 @@ import { waitFor } from "../../support/wait.ts";
 const env = inject("environment");
 const run = promisify(execFile);
 const suffix = randomBytes(3).toString("hex");
-const s3Options = {
-  endpoint: env.s3.endpoint,
-  region: env.s3.region,
-  forcePathStyle: true,
-  credentials: { accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey },
-};
 const SOURCE_SERVER_ID = 1;
 let s3: S3Client;
 let dir: string;
@@ -50,50 +42,14 @@ let source: MariaDBEndpoint & { pid: number };
 let replay: MariaDBEndpoint & { pid: number };
 
 const connect = (ep: MariaDBEndpoint) => mysql.createConnection({ host: ep.host, port: ep.port, user: ep.user, password: ep.password, charset: "utf8mb4" });
-const login = (ep: MariaDBEndpoint) => ({ host: ep.host, port: ep.port, user: ep.user, password: ep.password });
-
-async function binlogPosition(ep: MariaDBEndpoint): Promise<string> {
-  const conn = await connect(ep);
-  try {
-    const [rows] = await conn.query<mysql.RowDataPacket[]>("SELECT @@gtid_binlog_pos AS p");
-    return String(rows[0]?.p ?? "");
-  } finally {
-    await conn.end();
-  }
-}
 
 async function getObject(key: string): Promise<Buffer> {
   const res = await s3.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }));
   return Buffer.from(await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 }
 
-/** The archiver on `prefix`, as the operator runs it, with short rotation, check and retry times; streaming from `target()`. */
-function startArchiver(prefix: string, target: () => MariaDBEndpoint = () => source) {
-  const controller = new AbortController();
-  const reports: ArchiveProgress[] = [];
-  const store = new BackupStore({ ...s3Options, bucket: env.s3.bucket, prefix });
-  const archiver = new BinlogArchiver({
-    storage: archiveStorage(store),
-    target: () => Promise.resolve(login(target())),
-    serverId: 4_000_000_123,
-    rotation: { maxFileAgeMs: 1_500 },
-    heartbeatMs: 1_000,
-    primaryCheckMs: 500,
-    retry: { initialMs: 200, maxMs: 2_000 },
-    signal: controller.signal,
-    onProgress: (p) => reports.push(p),
-  });
-  const done = archiver.run();
-  return {
-    archiver,
-    reports,
-    async stop(): Promise<void> {
-      controller.abort();
-      await done;
-      store.destroy();
-    },
-  };
-}
+/** The archiver on `prefix`, streaming from `target()` (the source by default). */
+const startArchiver = (prefix: string, target: () => MariaDBEndpoint = () => source) => startArchiverOn(env.s3, prefix, target);
 
 /** Waits until the archive holds everything the server's binlog has. */
 async function caughtUp(archiver: BinlogArchiver): Promise<string> {

@@ -393,8 +393,25 @@ export const MySQLBinlogArchiveKind = defineKind({
           "When a file is closed and uploaded. Defaults: 64 MiB or 60 seconds, whichever comes first.",
         ),
       ),
+      retention: optional(
+        object(
+          {
+            policy: optional(
+              stringEnum(
+                ["KeepAll", "SinceOldestBackup"],
+                "KeepAll: no archived file is ever deleted. SinceOldestBackup: a file is deleted once every transaction in it is at or before the snapshot (status.position.gtid) of every Completed MySQLBackup of the same MySQLInstance in this namespace, so no kept backup's point-in-time restore needs it; the index is rewritten without it before its object is deleted. Nothing is deleted while there is no such backup, or while one of them recorded no GTID position. The newest file is always kept.",
+                { default: "KeepAll" },
+              ),
+            ),
+            minimumAgeHours: optional(
+              integer("With SinceOldestBackup, a file whose last transaction is younger than this is kept even when no backup needs it.", { minimum: 0, maximum: 87600, default: 24 }),
+            ),
+          },
+          "Which archived files are deleted. Default: none (KeepAll).",
+        ),
+      ),
     },
-    "The archive. Changing instanceRef, serverId or rotation restarts the stream from the last archived GTID; storage cannot be changed.",
+    "The archive. Changing instanceRef, serverId, rotation or retention restarts the stream from the last archived GTID; storage cannot be changed.",
     {
       validations: [{ rule: "self.storage == oldSelf.storage", message: "spec.storage cannot be changed after the MySQLBinlogArchive is created; create a new MySQLBinlogArchive to archive elsewhere" }],
     },

@@ -56,6 +56,11 @@ export type BackupFailureReason =
   | "GtidDuplicate"
   /** The server cannot stream its binary log from the archive's position (binlog off, purged, not MariaDB). */
   | "BinlogUnavailable"
+  /**
+   * The archive holds transactions the server it must stream from (the primary now) does not have: a
+   * failover lost them after they were archived. The archive and the server's history part there.
+   */
+  | "ArchiveDiverged"
   /** A binlog stream broke the format (a checksum, a transaction without its end). */
   | "InvalidBinlog"
   /** A binlog archive's index.json cannot be read. */

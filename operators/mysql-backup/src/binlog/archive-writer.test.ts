@@ -43,6 +43,13 @@ class MemoryStorage implements ArchiveStorage {
   get(key: string): Promise<Buffer | undefined> {
     return Promise.resolve(this.objects.get(key));
   }
+  /** Each call's keys, with which objects the index named at that moment. */
+  readonly deletes: { keys: string[]; indexed: string[] }[] = [];
+  delete(keys: readonly string[]): Promise<void> {
+    this.deletes.push({ keys: [...keys], indexed: this.index().files.map((f) => f.key) });
+    for (const k of keys) this.objects.delete(k);
+    return Promise.resolve();
+  }
   index(): ArchiveIndex {
     return parseArchiveIndex(this.objects.get(archiveIndexFileName) ?? Buffer.alloc(0));
   }
@@ -207,5 +214,42 @@ describe("the archive index", () => {
     expect(() => parseArchiveIndex(Buffer.from(JSON.stringify(broken)))).toThrow(/binlog.000001 starts at 0-7-5, but the archive before it ends at 0-7-0/);
     expect(() => parseArchiveIndex(Buffer.from(JSON.stringify({ ...index, formatVersion: 2 })))).toThrow(/a newer Stateward wrote it/);
     expect(() => parseArchiveIndex(Buffer.from(JSON.stringify({ ...index, position: "0-7-9" })))).toThrow(/position 0-7-9 is not where the last file ends/);
+  });
+});
+
+describe("ArchiveWriter.prune", () => {
+  it("drops files from the front: the index without them first, then their objects; the archive starts where the first kept file does", async () => {
+    const storage = new MemoryStorage();
+    const writer = await ArchiveWriter.open(storage, startAt("0-7-0"));
+    for (let seq = 1; seq <= 4; seq++) {
+      await writer.append(tx(seq), source);
+      await writer.flush();
+    }
+    const dropped = await writer.prune(2);
+    expect(dropped.map((f) => f.key)).toEqual(["binlog.000001", "binlog.000002"]);
+    // When the objects were deleted, the index no longer named them.
+    expect(storage.deletes).toEqual([{ keys: ["binlog.000001", "binlog.000002"], indexed: ["binlog.000003", "binlog.000004"] }]);
+    expect(storage.objects.has("binlog.000001")).toBe(false);
+    expect(storage.index()).toMatchObject({ startPosition: "0-7-2", position: "0-7-4" });
+    expect(writer.index.startPosition).toBe("0-7-2");
+    // The newest file stays, and the numbering goes on.
+    expect((await writer.prune(10)).map((f) => f.key)).toEqual(["binlog.000003"]);
+    await writer.append(tx(5), source);
+    expect((await writer.flush())?.key).toBe("binlog.000005");
+    expect(storage.index().files.map((f) => f.key)).toEqual(["binlog.000004", "binlog.000005"]);
+  });
+
+  it("deletes nothing when the index cannot be written", async () => {
+    const storage = new MemoryStorage();
+    const writer = await ArchiveWriter.open(storage, startAt("0-7-0"));
+    for (let seq = 1; seq <= 3; seq++) {
+      await writer.append(tx(seq), source);
+      await writer.flush();
+    }
+    storage.failPuts = 1;
+    await expect(writer.prune(1)).rejects.toMatchObject({ reason: "StorageUnreachable" });
+    expect(storage.deletes).toEqual([]);
+    expect(writer.index.files).toHaveLength(3);
+    expect(storage.index().files).toHaveLength(3);
   });
 });

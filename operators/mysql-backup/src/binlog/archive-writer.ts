@@ -28,6 +28,8 @@ export interface ArchiveStorage {
   put(key: string, body: Buffer, contentType: string, signal?: AbortSignal): Promise<void>;
   /** The object's bytes, or undefined when there is none. */
   get(key: string): Promise<Buffer | undefined>;
+  /** Deletes objects (none there is no failure). */
+  delete(keys: readonly string[], signal?: AbortSignal): Promise<void>;
 }
 
 export interface RotationOptions {
@@ -225,6 +227,37 @@ export class ArchiveWriter {
     this.indexState = index;
     this.archived = file.position;
     return entry;
+  }
+
+  /**
+   * Drops the first `count` files from the archive: the index without them
+   * is uploaded first (so no index ever names a deleted file), then their
+   * objects are deleted. The archive begins where the first file left
+   * starts. The newest file is never dropped (the next file's number comes
+   * from it). Called between the writer's other steps, never beside a flush.
+   * @returns the dropped files.
+   */
+  async prune(count: number): Promise<ArchivedFile[]> {
+    const files = this.indexState.files;
+    const n = Math.min(count, files.length - 1);
+    if (n <= 0) return [];
+    const dropped = files.slice(0, n);
+    const kept = files.slice(n);
+    const index: ArchiveIndex = {
+      ...this.indexState,
+      updatedAt: new Date(this.now()).toISOString(),
+      startPosition: (kept[0] as ArchivedFile).startPosition,
+      files: kept,
+    };
+    this.signal?.throwIfAborted();
+    await this.storage.put(archiveIndexFileName, indexBytes(index), "application/json", this.signal);
+    this.indexState = index;
+    this.signal?.throwIfAborted();
+    await this.storage.delete(
+      dropped.map((f) => f.key),
+      this.signal,
+    );
+    return dropped;
   }
 
   private startFile(tx: Transaction, source: SourceInfo): OpenFile {

@@ -10,10 +10,12 @@ import { BackupError, messageOf } from "../errors.ts";
 import type { MySQLConnectionOptions } from "../engine/connection.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
 import { ArchiveWriter, type ArchiveStorage, type RotationOptions } from "./archive-writer.ts";
-import { BinlogStream, currentBinlogPosition, serverIdAt, type BinlogSource } from "./binlog-stream.ts";
+import { BinlogStream, binlogStateAt, currentBinlogPosition, serverIdAt, type BinlogSource } from "./binlog-stream.ts";
 import { BinlogFormatError, type BinlogEvent } from "./events.ts";
-import { formatPosition } from "./gtid.ts";
+import { describeDivergence, divergence, formatPosition } from "./gtid.ts";
+import { selectPrunable, type KeptBackup, type RetentionChoice } from "./retention.ts";
 import { TransactionAssembler } from "./transactions.ts";
+import type { ArchivedFile } from "./archive-index.ts";
 
 /** What the archive has done so far, for status and metrics. */
 export interface ArchiveProgress {
@@ -59,10 +61,25 @@ export interface BinlogArchiverOptions {
    * seconds, and a lasting fault (a GTID gap) is retried once a minute.
    */
   retry?: { initialMs?: number; maxMs?: number };
+  /** Deleting files no kept backup needs (see retention.ts); off when absent. */
+  retention?: RetentionOptions;
   signal: AbortSignal;
   /** Called when the progress changes (connected, a file archived, a failure). */
   onProgress?: (progress: ArchiveProgress) => void;
   now?: () => number;
+}
+
+export interface RetentionOptions {
+  /** The Completed backups of the archived server now; asked at each pass. */
+  keptBackups: () => KeptBackup[];
+  /** Files whose last transaction is younger than this stay. */
+  minimumAgeMs: number;
+  /** How often a pass runs at most (between the archive's other steps). Defaults to 60 000 ms. */
+  everyMs?: number;
+  /** After files were deleted (the index first, then the objects). */
+  onPruned?: (files: ArchivedFile[], choice: RetentionChoice) => void;
+  /** A pass that failed (S3): the stream goes on, the next pass tries again. Files the index no longer names may be left. */
+  onFailed?: (err: BackupError) => void;
 }
 
 /** Archive storage in a folder of S3 (keys relative to it). */
@@ -77,11 +94,12 @@ export function archiveStorage(store: BackupStore): ArchiveStorage {
         throw err;
       }
     },
+    delete: (keys, signal) => store.bucket.deleteKeys(keys.map((k) => store.key(k)), signal),
   };
 }
 
 /** Failures that a reconnection at once would only meet again. */
-const LASTING_FAULTS = new Set(["GtidGap", "GtidDuplicate", "InvalidBinlog", "BinlogUnavailable", "DatabaseAccessDenied", "StorageAccessDenied", "BucketNotFound", "InvalidArchiveIndex"]);
+const LASTING_FAULTS = new Set(["ArchiveDiverged", "GtidGap", "GtidDuplicate", "InvalidBinlog", "BinlogUnavailable", "DatabaseAccessDenied", "StorageAccessDenied", "BucketNotFound", "InvalidArchiveIndex"]);
 
 function asBackupError(err: unknown): BackupError {
   if (err instanceof BackupError) return err;
@@ -94,6 +112,7 @@ export class BinlogArchiver {
   private source: BinlogSource | undefined;
   private streaming = false;
   private error: BackupError | undefined;
+  private lastRetentionPass = 0;
   private readonly now: () => number;
   private readonly options: BinlogArchiverOptions;
 
@@ -139,7 +158,7 @@ export class BinlogArchiver {
         await this.streamOnce(this.writer, () => (connected = true));
       } catch (err) {
         if (signal.aborted) break;
-        const failure = asBackupError(err);
+        const failure = await this.explain(asBackupError(err));
         // Following the primary is not a failure.
         if (failure.reason !== "PrimaryChanged") this.error = failure;
       }
@@ -154,6 +173,25 @@ export class BinlogArchiver {
     }
     this.writer?.discard();
     this.streaming = false;
+  }
+
+  /**
+   * A server that refuses the archive's position (MariaDB's 1236: "not in the master's binlog") may
+   * lack what the archive holds: after a failover, transactions the old primary sent the archive
+   * before any replica had them. Said as such (ArchiveDiverged, naming them), not as a binlog that
+   * is unavailable: streaming on would number the new primary's history after transactions it
+   * never had.
+   */
+  private async explain(failure: BackupError): Promise<BackupError> {
+    if (failure.reason !== "BinlogUnavailable" || !this.writer || !this.source) return failure;
+    try {
+      const found = divergence(this.writer.archivedPosition, await binlogStateAt(await this.options.target()));
+      if (found.length === 0) return failure;
+      return new BackupError("ArchiveDiverged", describeDivergence(found, `server ${this.source.serverId} at ${this.source.endpoint}`), { cause: failure });
+    } catch {
+      // Unreachable again: the server's own words stand.
+      return failure;
+    }
   }
 
   /** One connection's stream, until it fails. */
@@ -244,13 +282,33 @@ export class BinlogArchiver {
     }
   }
 
-  /** Runs a writer step; reports progress when it archived a file. */
+  /** Runs a writer step; reports progress when it archived a file. Then a retention pass, when one is due. */
   private async archive(step: () => Promise<unknown>): Promise<void> {
     const files = this.writer?.index.files.length;
     await step();
     if (this.writer?.index.files.length !== files) {
       this.error = undefined;
       this.report();
+    }
+    await this.retain();
+  }
+
+  /** Deletes the files no kept backup needs (index first, then objects); a failure is reported, not thrown. */
+  private async retain(): Promise<void> {
+    const retention = this.options.retention;
+    const writer = this.writer;
+    if (!retention || !writer || this.now() - this.lastRetentionPass < (retention.everyMs ?? 60_000)) return;
+    this.lastRetentionPass = this.now();
+    try {
+      const choice = selectPrunable(writer.index, retention.keptBackups(), this.now(), retention.minimumAgeMs);
+      if (choice.files.length === 0) return;
+      const dropped = await writer.prune(choice.files.length);
+      if (dropped.length === 0) return;
+      retention.onPruned?.(dropped, choice);
+      this.report();
+    } catch (err) {
+      if (this.options.signal.aborted) throw err;
+      retention.onFailed?.(asBackupError(err));
     }
   }
 }

@@ -7,7 +7,7 @@ import { BackupError, messageOf } from "../errors.ts";
 import { mysqlFailure, MySQLSession, type MySQLConnectionOptions } from "../engine/connection.ts";
 import { BINLOG_SEND_ANNOTATE_ROWS_EVENT, BinlogDumpCommand, binlogDumpPayload } from "./dump-command.ts";
 import { BinlogFormatError, toEvent, type BinlogEvent } from "./events.ts";
-import { formatPosition, parsePosition } from "./gtid.ts";
+import { formatPosition, parseGtid, parsePosition, type Gtid } from "./gtid.ts";
 
 export interface BinlogStreamOptions {
   connection: MySQLConnectionOptions;
@@ -94,6 +94,21 @@ export async function serverIdAt(connection: MySQLConnectionOptions): Promise<nu
   try {
     const [row] = await session.query<{ serverId: string | number }>("SELECT @@server_id AS serverId", [], "read the server id");
     return Number(row?.serverId);
+  } finally {
+    await session.close();
+  }
+}
+
+/** The server's @@gtid_binlog_state: the last GTID of every (domain, server id) its binary log holds. */
+export async function binlogStateAt(connection: MySQLConnectionOptions): Promise<Gtid[]> {
+  const session = await MySQLSession.open(connection);
+  try {
+    const [row] = await session.query<{ state: string }>("SELECT @@GLOBAL.gtid_binlog_state AS state", [], "read the server's binlog GTID state");
+    return String(row?.state ?? "")
+      .replace(/\s+/g, "")
+      .split(",")
+      .filter((g) => g !== "")
+      .map((g) => parseGtid(g));
   } finally {
     await session.close();
   }

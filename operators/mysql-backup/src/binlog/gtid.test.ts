@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { advance, continuity, describeDiscontinuity, formatGtid, formatPosition, parseGtid, parsePosition } from "./gtid.ts";
+import { advance, continuity, describeDiscontinuity, describeDivergence, divergence, formatGtid, formatPosition, parseGtid, parsePosition } from "./gtid.ts";
 
 describe("GTIDs", () => {
   it("reads and writes domain-server-sequence, with 64-bit sequence numbers", () => {
@@ -48,5 +48,31 @@ describe("GTIDs", () => {
   it("advances one domain and leaves the others", () => {
     const p = advance(parsePosition("0-1-100,1-2-7"), parseGtid("1-3-8"));
     expect(formatPosition(p)).toBe("0-1-100,1-3-8");
+  });
+});
+
+describe("divergence: archived transactions a server lacks", () => {
+  const state = (text: string) => [...text.split(",").map((g) => parseGtid(g))];
+
+  it("finds nothing when the server holds the archive's last GTID (a replica that logs its source's transactions, or the source itself)", () => {
+    expect(divergence(parsePosition("0-21-8"), state("0-21-8"))).toEqual([]);
+    expect(divergence(parsePosition("0-21-8"), state("0-21-10,0-23-4"))).toEqual([]);
+    expect(divergence(parsePosition("0-21-8,1-5-3"), state("0-21-8,1-5-9"))).toEqual([]);
+  });
+
+  it("names what a failover lost: the new primary stopped short of the archive, then numbered on with its own id", () => {
+    const found = divergence(parsePosition("0-21-8"), state("0-21-7,0-23-12"));
+    expect(found).toEqual([{ archived: parseGtid("0-21-8"), firstMissing: 8n, serverLast: parseGtid("0-23-12") }]);
+    expect(describeDivergence(found, "server 23 at 127.0.0.1:3307")).toMatch(
+      /^the archive holds transactions that server 23 at 127\.0\.0\.1:3307, the server to stream from now, does not have: 0-21-8 \(its binary log ends at 0-23-12 in that domain\)\. A failover lost them/,
+    );
+  });
+
+  it("names the range when the server is behind the archive, and a domain it has nothing of", () => {
+    expect(divergence(parsePosition("0-21-8,2-21-4"), state("0-21-5"))).toEqual([
+      { archived: parseGtid("0-21-8"), firstMissing: 6n, serverLast: parseGtid("0-21-5") },
+      { archived: parseGtid("2-21-4"), firstMissing: 1n, serverLast: undefined },
+    ]);
+    expect(describeDivergence(divergence(parsePosition("0-21-8"), state("0-21-5")), "s")).toContain("sequence numbers 6 to 8 of domain 0 (up to 0-21-8) (its binary log ends at 0-21-5 in that domain)");
   });
 });

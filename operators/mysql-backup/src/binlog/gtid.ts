@@ -82,3 +82,50 @@ export function describeDiscontinuity(position: GtidPosition, c: Extract<Continu
     ? `GTID gap: the server sent ${formatGtid(c.got)} ${after}; sequence number ${c.expected} is missing from the stream`
     : `duplicate GTID: the server sent ${formatGtid(c.got)} ${after}; sequence number ${c.got.seq} was archived already`;
 }
+
+/**
+ * Archived transactions a server lacks. `serverState` is the server's
+ * @@gtid_binlog_state: the last GTID of every (domain, server id) its binlog
+ * holds. The server holds the archive's last GTID d-s-n when its state has
+ * d-s-m with m >= n (GTIDs of one domain are numbered one by one, so it holds
+ * everything before too). Otherwise the archive went further than the server:
+ * after a failover, transactions the old primary sent the archive but no
+ * replica received. For each such domain: the archive's last GTID, the first
+ * sequence number the server lacks (just after the old source's last GTID it
+ * holds, or after the server's own end of the domain) and the server's last
+ * GTID there (which may be numbered past the archive: its own, other history).
+ */
+export interface Divergence {
+  archived: Gtid;
+  /** Undefined when the server numbered past the archive without any transaction of its source. */
+  firstMissing: bigint | undefined;
+  serverLast: Gtid | undefined;
+}
+
+export function divergence(archived: GtidPosition, serverState: readonly Gtid[]): Divergence[] {
+  const found: Divergence[] = [];
+  for (const last of [...archived.values()].sort((a, b) => a.domain - b.domain)) {
+    const inDomain = serverState.filter((g) => g.domain === last.domain);
+    const sameSource = inDomain.find((g) => g.server === last.server);
+    if (sameSource && sameSource.seq >= last.seq) continue;
+    const serverLast = inDomain.reduce<Gtid | undefined>((max, g) => (max === undefined || g.seq > max.seq ? g : max), undefined);
+    const held = sameSource ? sameSource.seq : serverLast === undefined ? 0n : serverLast.seq < last.seq ? serverLast.seq : undefined;
+    found.push({ archived: last, firstMissing: held === undefined ? undefined : held + 1n, serverLast });
+  }
+  return found;
+}
+
+/** A sentence for what divergence() found; `server` names the server ("server 1001 at host:3306"). */
+export function describeDivergence(found: readonly Divergence[], server: string): string {
+  const parts = found.map((d) => {
+    const range =
+      d.firstMissing === d.archived.seq
+        ? formatGtid(d.archived)
+        : d.firstMissing === undefined
+          ? `transactions of domain ${d.archived.domain} up to ${formatGtid(d.archived)}`
+          : `sequence numbers ${d.firstMissing} to ${d.archived.seq} of domain ${d.archived.domain} (up to ${formatGtid(d.archived)})`;
+    const there = d.serverLast ? `its binary log ends at ${formatGtid(d.serverLast)} in that domain` : `its binary log has nothing of domain ${d.archived.domain}`;
+    return `${range} (${there})`;
+  });
+  return `the archive holds transactions that ${server}, the server to stream from now, does not have: ${parts.join("; ")}. A failover lost them after they were archived, so the archive and that server's history part there; nothing more is archived. A point-in-time restore up to the last transaction before them is sound. To archive the new history, create another MySQLBinlogArchive (a new folder) after a new full backup`;
+}

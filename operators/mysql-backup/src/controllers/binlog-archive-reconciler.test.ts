@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BackupError } from "../errors.ts";
-import { archiveStatus, defaultServerId } from "./binlog-archive-reconciler.ts";
+import type { MySQLBackup } from "../api.ts";
+import { archiveStatus, defaultServerId, keptBackups } from "./binlog-archive-reconciler.ts";
 
 const location = "s3://b/archives/ns/orders/";
 const streaming = {
@@ -57,5 +58,24 @@ describe("defaultServerId", () => {
       expect(id).toBeGreaterThanOrEqual(4_000_000_000);
       expect(id).toBeLessThanOrEqual(4_294_967_295);
     }
+  });
+});
+
+describe("keptBackups", () => {
+  const backup = (name: string, instance: string, phase: string, gtid?: string) =>
+    ({ metadata: { name }, spec: { instanceRef: { name: instance } }, status: { phase, ...(gtid !== undefined ? { position: { gtid } } : {}) } }) as unknown as MySQLBackup;
+
+  it("is the Completed backups of the archived instance, with their snapshot positions (none recorded stays undefined)", () => {
+    const all = [
+      backup("done", "db", "Completed", "0-1-10"),
+      backup("no-position", "db", "Completed"),
+      backup("running", "db", "Running"),
+      backup("failed", "db", "Failed", "0-1-3"),
+      backup("other", "other-db", "Completed", "0-1-1"),
+    ];
+    expect(keptBackups(all, "db")).toEqual([
+      { name: "done", position: "0-1-10" },
+      { name: "no-position", position: undefined },
+    ]);
   });
 });

@@ -25,8 +25,8 @@ import {
   type Result,
 } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLConnector, type MySQLInstance, type SecretReader } from "@stateward/mysql";
-import { MySQLBinlogArchiveKind, type MySQLBinlogArchive } from "../api.ts";
-import { BinlogArchiver, archiveLocation, archiveStorage, type ArchiveProgress } from "../binlog/index.ts";
+import { MySQLBackupKind, MySQLBinlogArchiveKind, type MySQLBackup, type MySQLBinlogArchive } from "../api.ts";
+import { BinlogArchiver, archiveLocation, archiveStorage, type ArchiveProgress, type KeptBackup, type RetentionOptions } from "../binlog/index.ts";
 import { BackupError } from "../errors.ts";
 import { BackupStore } from "../storage/s3.ts";
 import { engineConnection } from "./connection.ts";
@@ -84,6 +84,13 @@ export function archiveStatus(p: ArchiveProgress, location: string): { fields: R
     },
     ready,
   };
+}
+
+/** The backups a point-in-time restore may start from: Completed MySQLBackups of the same MySQLInstance, in the namespace. */
+export function keptBackups(backups: readonly MySQLBackup[], instance: string): KeptBackup[] {
+  return backups
+    .filter((b) => b.spec.instanceRef.name === instance && b.status?.phase === "Completed")
+    .map((b) => ({ name: b.metadata.name ?? "", position: b.status?.position?.gtid }));
 }
 
 export class BinlogArchiveReconciler implements Reconciler {
@@ -183,6 +190,27 @@ export class BinlogArchiveReconciler implements Reconciler {
     const refuse = () => store.bucket.refuseWrites(signal.reason instanceof Error ? signal.reason : new Error("the binlog archive was stopped"));
     signal.addEventListener("abort", refuse, { once: true });
     const refresh = setInterval(() => archiver && publish(archiver.progress()), STATUS_REFRESH_MS);
+    const event = (type: "Normal" | "Warning", reason: string, message: string): void => {
+      writing = writing
+        .then(async () => {
+          await this.d.events.record(archive, type, reason, message);
+        })
+        .catch(() => undefined);
+    };
+    const retention: RetentionOptions | undefined =
+      archive.spec.retention?.policy === "SinceOldestBackup"
+        ? {
+            keptBackups: () => keptBackups(this.d.cache.list<MySQLBackup>(MySQLBackupKind.resource, { namespace: ns }), archive.spec.instanceRef.name),
+            minimumAgeMs: (archive.spec.retention.minimumAgeHours ?? 24) * 3_600_000,
+            onPruned: (files, choice) =>
+              event(
+                "Normal",
+                "Pruned",
+                `Deleted ${files.length} archived file(s) ${files[0]?.key} … ${files.at(-1)?.key} (up to GTID position "${files.at(-1)?.endPosition}"), which no kept backup needs; the archive now starts at "${files.at(-1)?.endPosition}"${choice.oldestBackup ? ` (the oldest kept backup is ${choice.oldestBackup})` : ""}`,
+              ),
+            onFailed: (err) => event("Warning", "PruneFailed", `Could not delete archived files no kept backup needs (retried later): ${err.message}`),
+          }
+        : undefined;
     try {
       // A new leader streams once the previous one has certainly stopped: both would write the same next file.
       const fenceMs = this.d.leadership.previousLeaderFenceMs();
@@ -203,6 +231,7 @@ export class BinlogArchiveReconciler implements Reconciler {
           ...(rotation?.maxFileBytes !== undefined ? { maxFileBytes: rotation.maxFileBytes } : {}),
           ...(rotation?.maxFileAgeSeconds !== undefined ? { maxFileAgeMs: rotation.maxFileAgeSeconds * 1000 } : {}),
         },
+        ...(retention ? { retention } : {}),
         signal,
         onProgress: publish,
       });
