@@ -11,11 +11,17 @@ export async function createBackupPrerequisites(
   env: EnvironmentInfo,
   root: Pick<MariaDBEndpoint, "host" | "port" | "user" | "password"> = env.mysql,
 ): Promise<void> {
-  await client.create(builtin.secret, { metadata: { name: "mysql-admin", namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
   await createS3Secret(client, ns, env);
+  await createMySQLInstance(client, ns, "db", root);
+}
+
+/** A MySQLInstance `name` for a server of the test's, with its admin Secret `<name>-admin`. */
+export async function createMySQLInstance(client: KubeClient, ns: string, name: string, root: Pick<MariaDBEndpoint, "host" | "port" | "user" | "password">): Promise<void> {
+  const secret = name === "db" ? "mysql-admin" : `${name}-admin`;
+  await client.create(builtin.secret, { metadata: { name: secret, namespace: ns }, stringData: { username: root.user, password: root.password } } as KubeObject);
   await client.create(MySQLInstanceKind.resource, {
-    apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db", namespace: ns },
-    spec: { host: root.host, port: root.port, adminSecretRef: { name: "mysql-admin" } },
+    apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name, namespace: ns },
+    spec: { host: root.host, port: root.port, adminSecretRef: { name: secret } },
   } as KubeObject);
 }
 

@@ -8,22 +8,40 @@
 // over.
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import mysql from "mysql2/promise";
 import { findCondition } from "@stateward/core";
-import { MySQLBinlogArchiveKind, TransactionAssembler, createMySQLBackupOperator, parseArchiveIndex, parseGtid, readBinlogFile, type MySQLBinlogArchive } from "@stateward/operator-mysql-backup";
+import {
+  MySQLBackupKind,
+  MySQLBinlogArchiveKind,
+  MySQLRestoreKind,
+  TransactionAssembler,
+  createMySQLBackupOperator,
+  parseArchiveIndex,
+  parseGtid,
+  readBinlogFile,
+  type MySQLBackup,
+  type MySQLBinlogArchive,
+  type MySQLRestore,
+} from "@stateward/operator-mysql-backup";
 import { MySQLClusterKind, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { s3Client } from "../../harness/index.ts";
-import { createS3Secret } from "../../support/backup-setup.ts";
+import { s3Client, startMariaDB } from "../../harness/index.ts";
+import { createMySQLInstance, createS3Secret } from "../../support/backup-setup.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 import { testClient } from "../../support/kube.ts";
 import { archiveManifest, breaksInChain, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
-import { loseNode, newPrimary, prepareApp, startPrimaryWriter } from "../../support/mysql-failover.ts";
+import { loseNode, newPrimary, prepareApp, startPrimaryWriter, storedIds } from "../../support/mysql-failover.ts";
 import { waitFor } from "../../support/wait.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const MYC = MySQLClusterKind.resource;
 const AR = MySQLBinlogArchiveKind.resource;
+const BK = MySQLBackupKind.resource;
+const RS = MySQLRestoreKind.resource;
 const suffix = randomBytes(3).toString("hex");
 const name = "arch";
 let suite: ClusterSuite;
@@ -164,5 +182,119 @@ describe("a MySQLBinlogArchive of a MySQLCluster that fails over", () => {
     const missing = writer.acknowledged.filter((id) => writer.gtids.has(id) && !archived.has(writer.gtids.get(id) ?? ""));
     expect(missing).toEqual([]);
     expect(outcome.archive.status?.source).toMatch(new RegExp(`^server ${serverIdOf(next)} at `));
+  }, 400_000);
+});
+
+describe("point-in-time recovery across a switchover of an archived MySQLCluster", () => {
+  const pc = "archpitr";
+
+  it("restores a backup taken before the switchover into a separate server, replaying both primaries' files: exact to the last GTID and to the old primary's last one", async () => {
+    const { ns, servers } = suite;
+    await client.create(MYC, clusterManifest(ns, pc, { replicas: 2, storage: { size: "1Gi" } }));
+    await clusterRunning(client, suite, pc, 2, { check: (c) => c.status?.currentPrimary === `${pc}-0` });
+    const password = await rootPassword(client, ns, pc);
+    await prepareApp(client, servers, ns, pc, password);
+    await onPod(servers, `${pc}-0`, password, "CREATE TABLE app.writes (id INT PRIMARY KEY)");
+    const prefix = `binlog-archive-test/${suffix}-pitr`;
+    const archive = archiveManifest(env.s3, ns, "orders-pitr", clusterNames(pc).instance, prefix);
+    await client.create<MySQLBinlogArchive>(AR, archive);
+    await waitFor("the archive streaming from pod 0", async () => {
+      const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-pitr");
+      return findCondition(a.status?.conditions, "Ready")?.status === "True" && a.status?.source?.startsWith(`server ${SERVER_ID_BASE} at `) ? a : undefined;
+    }, 60_000, 250);
+    // The restores' target: a server of the test's own, outside the cluster.
+    const dir = mkdtempSync(join(tmpdir(), "sw-pitr-cluster-"));
+    const target = await startMariaDB({ dir: join(dir, "target"), args: ["--server-id=9"] });
+    let targetConn: mysql.Connection | undefined;
+    try {
+      await createMySQLInstance(client, ns, "pitr-target", target);
+      targetConn = await mysql.createConnection({ host: target.host, port: target.port, user: target.user, password: target.password });
+
+      const started = Date.now();
+      const writer = startPrimaryWriter(servers, ns, pc, "app.writes", true);
+      let backupPosition = "";
+      try {
+        await waitFor("writes before the backup", () => (writer.acknowledged.length >= 30 ? true : undefined), 30_000, 50);
+        await client.create<MySQLBackup>(BK, {
+          apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "pitr-full", namespace: ns },
+          spec: { instanceRef: { name: clusterNames(pc).instance }, databases: ["app"], storage: archive.spec.storage },
+        });
+        const backup = await waitFor("the backup Completed, taken while the application writes", async () => {
+          const b = await client.get<MySQLBackup>(BK, ns, "pitr-full");
+          if (b.status?.phase === "Failed") throw new Error(`backup failed: ${JSON.stringify(b.status.conditions)}`);
+          return b.status?.phase === "Completed" ? b : undefined;
+        }, 120_000, 250);
+        backupPosition = backup.status?.position?.gtid ?? "";
+        const afterBackup = writer.acknowledged.length;
+        await waitFor("writes after the backup, on the old primary", () => (writer.acknowledged.length >= afterBackup + 30 ? true : undefined), 30_000, 50);
+        await client.patch(MYC, ns, pc, { spec: { primary: 1 } });
+        await clusterRunning(client, suite, pc, 2, { check: (c) => c.status?.currentPrimary === `${pc}-1` });
+        // The old primary, a replica now, logs the new one's writes too, and the archive may stream them from it
+        // until its check sees the switch (every 10 s): writes go on until the archive streams from the new primary.
+        await waitFor("the archive streaming from the new primary", async () => {
+          const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-pitr");
+          return a.status?.source?.startsWith(`server ${SERVER_ID_BASE + 1} at `) ? a : undefined;
+        }, 60_000, 250);
+        const followed = writer.acknowledged.length;
+        await waitFor("writes acknowledged by the new primary, archived from it", () => (writer.acknowledged.length >= followed + 30 ? true : undefined), 60_000, 50);
+      } finally {
+        await writer.stop();
+      }
+      console.log(`pitr across a switchover: ${writer.acknowledged.length} writes in ${Date.now() - started} ms, backup at ${backupPosition}`);
+      const serverOf = (gtid: string | undefined) => Number(gtid?.split("-")[1]);
+      // The old primary's last acknowledged write: a point in the middle, before the switchover.
+      const mid = writer.acknowledged.filter((id) => serverOf(writer.gtids.get(id)) === SERVER_ID_BASE).at(-1) ?? 0;
+      const midGtid = writer.gtids.get(mid) ?? "";
+      expect(writer.acknowledged.some((id) => serverOf(writer.gtids.get(id)) === SERVER_ID_BASE + 1)).toBe(true);
+
+      const [row] = await onPod(servers, `${pc}-1`, password, "SELECT @@gtid_binlog_pos AS p");
+      const end = String(row?.p);
+      expect(end).toMatch(/^\d+-\d+-\d+$/);
+      await waitFor("the archive holding the new primary's position, from it", async () => {
+        const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-pitr");
+        return a.status?.archivedPosition === end && a.status.source?.startsWith(`server ${SERVER_ID_BASE + 1} at `) ? a : undefined;
+      }, 90_000, 250);
+      const primaryIds = await storedIds(servers, `${pc}-1`, password, "app.writes");
+      const [primarySum] = await onPod(servers, `${pc}-1`, password, "CHECKSUM TABLE app.writes");
+      expect(writer.acknowledged.filter((id) => !primaryIds.has(id))).toEqual([]);
+
+      // The files a replay from the backup to the end reads: the old primary's, then the new one's.
+      const { index } = await readArchive(s3, env.s3.bucket, `${prefix}/${ns}/orders-pitr`);
+      const seq = (gtid: string) => BigInt(gtid.split("-")[2] ?? "0");
+      const replayed = index.files.filter((f) => seq(f.lastGtid) > seq(backupPosition));
+      expect([...new Set(replayed.map((f) => f.serverId))]).toEqual([SERVER_ID_BASE, SERVER_ID_BASE + 1]);
+
+      const restoreTo = async (restoreName: string, gtid: string) => {
+        const t0 = Date.now();
+        await client.create<MySQLRestore>(RS, {
+          apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name: restoreName, namespace: ns },
+          spec: { instanceRef: { name: "pitr-target" }, databases: ["app"], source: { backupRef: { name: "pitr-full" } }, pointInTime: { archiveRef: { name: "orders-pitr" }, gtid } },
+        });
+        const restore = await waitFor(`MySQLRestore ${restoreName} finished`, async () => {
+          const r = await client.get<MySQLRestore>(RS, ns, restoreName);
+          return r.status?.phase === "Completed" || r.status?.phase === "Failed" ? r : undefined;
+        }, 180_000, 250);
+        expect(findCondition(restore.status?.conditions, "Ready"), JSON.stringify(restore.status)).toMatchObject({ status: "True", reason: "Completed" });
+        expect(restore.status?.pointInTime).toMatchObject({ backup: "pitr-full", backupPosition, lastReplayedGtid: gtid });
+        console.log(`pitr across a switchover: restore to ${gtid} Completed in ${Date.now() - t0} ms, ${restore.status?.pointInTime?.transactions} transactions from ${restore.status?.pointInTime?.binlogFiles} files`);
+        const [rows] = await targetConn!.query<mysql.RowDataPacket[]>("SELECT id FROM app.writes ORDER BY id");
+        return { restore, ids: rows.map((r) => Number(r.id)) };
+      };
+
+      const last = await restoreTo("pitr-last", end);
+      expect(last.restore.status?.pointInTime?.transactions).toBeGreaterThan(0);
+      expect(last.restore.status?.pointInTime?.binlogFiles).toBeGreaterThanOrEqual(replayed.length);
+      expect(last.ids).toEqual([...primaryIds].sort((a, b) => a - b));
+      const [[targetSum]] = await targetConn.query<mysql.RowDataPacket[]>("CHECKSUM TABLE app.writes");
+      expect(targetSum?.Checksum).toBe(primarySum?.Checksum);
+
+      const middle = await restoreTo("pitr-mid", midGtid);
+      expect(middle.ids).toEqual([...primaryIds].filter((id) => id <= mid).sort((a, b) => a - b));
+      expect(writer.acknowledged.filter((id) => id <= mid && !middle.ids.includes(id))).toEqual([]);
+    } finally {
+      await targetConn?.end();
+      process.kill(target.pid, "SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 400_000);
 });
