@@ -47,6 +47,9 @@ const name = "arch";
 let suite: ClusterSuite;
 let s3: S3Client;
 
+/** The server id the cluster gives a pod's server. */
+const serverIdOf = (pod: string) => SERVER_ID_BASE + Number(pod.slice(pod.lastIndexOf("-") + 1));
+
 async function getObject(key: string): Promise<Buffer> {
   const res = await s3.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }));
   return Buffer.from(await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
@@ -128,7 +131,6 @@ describe("a MySQLBinlogArchive of a MySQLCluster that fails over", () => {
     const prefix = `binlog-archive-test/${suffix}-failover`;
     const folder = `${prefix}/${ns}/orders-fo`;
     await client.create<MySQLBinlogArchive>(AR, archiveManifest(env.s3, ns, "orders-fo", clusterNames(fo).instance, prefix));
-    const serverIdOf = (pod: string) => SERVER_ID_BASE + Number(pod.slice(pod.lastIndexOf("-") + 1));
     const ready = await waitFor("the archive streaming from the primary", async () => {
       const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-fo");
       return findCondition(a.status?.conditions, "Ready")?.status === "True" && a.status?.source?.startsWith(`server ${serverIdOf(old)} at `) ? a : undefined;
@@ -185,13 +187,13 @@ describe("a MySQLBinlogArchive of a MySQLCluster that fails over", () => {
   }, 400_000);
 });
 
-describe("point-in-time recovery across a switchover of an archived MySQLCluster", () => {
+describe("point-in-time recovery across a switchover and a failover of an archived MySQLCluster", () => {
   const pc = "archpitr";
 
-  it("restores a backup taken before the switchover into a separate server, replaying both primaries' files: exact to the last GTID and to the old primary's last one", async () => {
+  it("restores a backup taken before them into a separate server, replaying every primary's files: exact to the last GTID, and to each former primary's last acknowledged write", async () => {
     const { ns, servers } = suite;
-    await client.create(MYC, clusterManifest(ns, pc, { replicas: 2, storage: { size: "1Gi" } }));
-    await clusterRunning(client, suite, pc, 2, { check: (c) => c.status?.currentPrimary === `${pc}-0` });
+    await client.create(MYC, clusterManifest(ns, pc, { replicas: 3, storage: { size: "1Gi" }, failover: { detectionSeconds: 5 } }));
+    await clusterRunning(client, suite, pc, 3, { check: (c) => c.status?.currentPrimary === `${pc}-0` && findCondition(c.status?.conditions, "SemiSync")?.status === "True" });
     const password = await rootPassword(client, ns, pc);
     await prepareApp(client, servers, ns, pc, password);
     await onPod(servers, `${pc}-0`, password, "CREATE TABLE app.writes (id INT PRIMARY KEY)");
@@ -213,6 +215,12 @@ describe("point-in-time recovery across a switchover of an archived MySQLCluster
       const started = Date.now();
       const writer = startPrimaryWriter(servers, ns, pc, "app.writes", true);
       let backupPosition = "";
+      let promoted = "";
+      // Each former primary's last acknowledged write (its GTID names its server), read once the next primary took over: points in the middle.
+      const serverOf = (gtid: string | undefined) => Number(gtid?.split("-")[1]);
+      const lastWriteOf = (serverId: number) => writer.acknowledged.filter((id) => serverOf(writer.gtids.get(id)) === serverId).at(-1) ?? 0;
+      let beforeSwitchover = 0;
+      let beforeLoss = 0;
       try {
         await waitFor("writes before the backup", () => (writer.acknowledged.length >= 30 ? true : undefined), 30_000, 50);
         await client.create<MySQLBackup>(BK, {
@@ -228,7 +236,8 @@ describe("point-in-time recovery across a switchover of an archived MySQLCluster
         const afterBackup = writer.acknowledged.length;
         await waitFor("writes after the backup, on the old primary", () => (writer.acknowledged.length >= afterBackup + 30 ? true : undefined), 30_000, 50);
         await client.patch(MYC, ns, pc, { spec: { primary: 1 } });
-        await clusterRunning(client, suite, pc, 2, { check: (c) => c.status?.currentPrimary === `${pc}-1` });
+        await clusterRunning(client, suite, pc, 3, { check: (c) => c.status?.currentPrimary === `${pc}-1` });
+        beforeSwitchover = lastWriteOf(SERVER_ID_BASE);
         // The old primary, a replica now, logs the new one's writes too, and the archive may stream them from it
         // until its check sees the switch (every 10 s): writes go on until the archive streams from the new primary.
         await waitFor("the archive streaming from the new primary", async () => {
@@ -237,32 +246,46 @@ describe("point-in-time recovery across a switchover of an archived MySQLCluster
         }, 60_000, 250);
         const followed = writer.acknowledged.length;
         await waitFor("writes acknowledged by the new primary, archived from it", () => (writer.acknowledged.length >= followed + 30 ? true : undefined), 60_000, 50);
+        // Then that primary's node is lost: a replica is promoted (SemiSync: every acknowledged write is on one).
+        const lostAt = Date.now();
+        await loseNode(servers, `${pc}-1`);
+        promoted = (await newPrimary(client, ns, pc, `${pc}-1`)).status?.currentPrimary ?? "";
+        beforeLoss = lastWriteOf(SERVER_ID_BASE + 1);
+        const lost = writer.acknowledged.length;
+        await waitFor("writes acknowledged by the promoted replica", () => (writer.acknowledged.length >= lost + 30 ? true : undefined), 60_000, 20);
+        console.log(`pitr across a failover: ${pc}-1 -> ${promoted}, writable again ${Date.now() - lostAt} ms after the loss`);
+        await waitFor("the archive streaming from the promoted replica, or reporting a divergence", async () => {
+          const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-pitr");
+          const ready = findCondition(a.status?.conditions, "Ready");
+          if (ready?.reason === "ArchiveDiverged") throw new Error(`the archive diverged from the promoted replica: ${ready.message}`);
+          return a.status?.source?.startsWith(`server ${serverIdOf(promoted)} at `) ? a : undefined;
+        }, 90_000, 250);
+        const followedPromoted = writer.acknowledged.length;
+        await waitFor("writes acknowledged by the promoted replica, archived from it", () => (writer.acknowledged.length >= followedPromoted + 30 ? true : undefined), 60_000, 50);
       } finally {
         await writer.stop();
       }
-      console.log(`pitr across a switchover: ${writer.acknowledged.length} writes in ${Date.now() - started} ms, backup at ${backupPosition}`);
-      const serverOf = (gtid: string | undefined) => Number(gtid?.split("-")[1]);
-      // The old primary's last acknowledged write: a point in the middle, before the switchover.
-      const mid = writer.acknowledged.filter((id) => serverOf(writer.gtids.get(id)) === SERVER_ID_BASE).at(-1) ?? 0;
-      const midGtid = writer.gtids.get(mid) ?? "";
-      expect(writer.acknowledged.some((id) => serverOf(writer.gtids.get(id)) === SERVER_ID_BASE + 1)).toBe(true);
+      console.log(`pitr across a switchover and a failover: ${writer.acknowledged.length} writes in ${Date.now() - started} ms, backup at ${backupPosition}`);
+      expect(beforeLoss).toBeGreaterThan(beforeSwitchover);
+      expect(writer.acknowledged.at(-1)).toBeGreaterThan(beforeLoss);
 
-      const [row] = await onPod(servers, `${pc}-1`, password, "SELECT @@gtid_binlog_pos AS p");
+      const [row] = await onPod(servers, promoted, password, "SELECT @@gtid_binlog_pos AS p");
       const end = String(row?.p);
       expect(end).toMatch(/^\d+-\d+-\d+$/);
-      await waitFor("the archive holding the new primary's position, from it", async () => {
+      await waitFor("the archive holding the promoted replica's position, from it", async () => {
         const a = await client.get<MySQLBinlogArchive>(AR, ns, "orders-pitr");
-        return a.status?.archivedPosition === end && a.status.source?.startsWith(`server ${SERVER_ID_BASE + 1} at `) ? a : undefined;
+        return a.status?.archivedPosition === end && a.status.source?.startsWith(`server ${serverIdOf(promoted)} at `) ? a : undefined;
       }, 90_000, 250);
-      const primaryIds = await storedIds(servers, `${pc}-1`, password, "app.writes");
-      const [primarySum] = await onPod(servers, `${pc}-1`, password, "CHECKSUM TABLE app.writes");
+      const primaryIds = await storedIds(servers, promoted, password, "app.writes");
+      const [primarySum] = await onPod(servers, promoted, password, "CHECKSUM TABLE app.writes");
       expect(writer.acknowledged.filter((id) => !primaryIds.has(id))).toEqual([]);
 
-      // The files a replay from the backup to the end reads: the old primary's, then the new one's.
+      // The files a replay from the backup to the end reads: the first primary's, the second one's, the promoted replica's.
       const { index } = await readArchive(s3, env.s3.bucket, `${prefix}/${ns}/orders-pitr`);
       const seq = (gtid: string) => BigInt(gtid.split("-")[2] ?? "0");
       const replayed = index.files.filter((f) => seq(f.lastGtid) > seq(backupPosition));
-      expect([...new Set(replayed.map((f) => f.serverId))]).toEqual([SERVER_ID_BASE, SERVER_ID_BASE + 1]);
+      const sources = replayed.map((f) => f.serverId).filter((id, i, all) => id !== all[i - 1]);
+      expect(sources).toEqual([SERVER_ID_BASE, SERVER_ID_BASE + 1, serverIdOf(promoted)]);
 
       const restoreTo = async (restoreName: string, gtid: string) => {
         const t0 = Date.now();
@@ -276,7 +299,7 @@ describe("point-in-time recovery across a switchover of an archived MySQLCluster
         }, 180_000, 250);
         expect(findCondition(restore.status?.conditions, "Ready"), JSON.stringify(restore.status)).toMatchObject({ status: "True", reason: "Completed" });
         expect(restore.status?.pointInTime).toMatchObject({ backup: "pitr-full", backupPosition, lastReplayedGtid: gtid });
-        console.log(`pitr across a switchover: restore to ${gtid} Completed in ${Date.now() - t0} ms, ${restore.status?.pointInTime?.transactions} transactions from ${restore.status?.pointInTime?.binlogFiles} files`);
+        console.log(`pitr across a switchover and a failover: restore to ${gtid} Completed in ${Date.now() - t0} ms, ${restore.status?.pointInTime?.transactions} transactions from ${restore.status?.pointInTime?.binlogFiles} files`);
         const [rows] = await targetConn!.query<mysql.RowDataPacket[]>("SELECT id FROM app.writes ORDER BY id");
         return { restore, ids: rows.map((r) => Number(r.id)) };
       };
@@ -288,9 +311,12 @@ describe("point-in-time recovery across a switchover of an archived MySQLCluster
       const [[targetSum]] = await targetConn.query<mysql.RowDataPacket[]>("CHECKSUM TABLE app.writes");
       expect(targetSum?.Checksum).toBe(primarySum?.Checksum);
 
-      const middle = await restoreTo("pitr-mid", midGtid);
-      expect(middle.ids).toEqual([...primaryIds].filter((id) => id <= mid).sort((a, b) => a - b));
-      expect(writer.acknowledged.filter((id) => id <= mid && !middle.ids.includes(id))).toEqual([]);
+      // One application session writes in order: the rows up to a write are those with an id up to it.
+      for (const [restoreName, point] of [["pitr-before-switchover", beforeSwitchover], ["pitr-before-loss", beforeLoss]] as const) {
+        const middle = await restoreTo(restoreName, writer.gtids.get(point) ?? "");
+        expect(middle.ids).toEqual([...primaryIds].filter((id) => id <= point).sort((a, b) => a - b));
+        expect(writer.acknowledged.filter((id) => id <= point && !middle.ids.includes(id))).toEqual([]);
+      }
     } finally {
       await targetConn?.end();
       process.kill(target.pid, "SIGKILL");
