@@ -5,7 +5,9 @@
 // new primary, and its GTIDs go on one by one — no gap, no duplicate — from
 // the old primary's to the new one's. A failover that lost a transaction the
 // archive already holds must be reported (ArchiveDiverged), never archived
-// over.
+// over. And recovery across both is exact: a MySQLBackup taken before them,
+// restored with pointInTime into a separate server, replays the files of every
+// primary in turn up to the last GTID, or up to a former primary's last write.
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
