@@ -31,7 +31,7 @@ import {
 import { MySQLClusterKind, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { s3Client, startMariaDB } from "../../harness/index.ts";
-import { createMySQLInstance, createS3Secret } from "../../support/backup-setup.ts";
+import { backupCompleted, createMySQLInstance, createS3Secret, restoreFinished } from "../../support/backup-setup.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 import { testClient } from "../../support/kube.ts";
 import { archiveManifest, breaksInChain, readArchive, sequenceFaults } from "../../support/binlog-archive.ts";
@@ -229,11 +229,7 @@ describe("point-in-time recovery across a switchover and a failover of an archiv
           apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "pitr-full", namespace: ns },
           spec: { instanceRef: { name: clusterNames(pc).instance }, databases: ["app"], storage: archive.spec.storage },
         });
-        const backup = await waitFor("the backup Completed, taken while the application writes", async () => {
-          const b = await client.get<MySQLBackup>(BK, ns, "pitr-full");
-          if (b.status?.phase === "Failed") throw new Error(`backup failed: ${JSON.stringify(b.status.conditions)}`);
-          return b.status?.phase === "Completed" ? b : undefined;
-        }, 120_000, 250);
+        const backup = await backupCompleted(client, ns, "pitr-full");
         backupPosition = backup.status?.position?.gtid ?? "";
         const afterBackup = writer.acknowledged.length;
         await waitFor("writes after the backup, on the old primary", () => (writer.acknowledged.length >= afterBackup + 30 ? true : undefined), 30_000, 50);
@@ -295,10 +291,7 @@ describe("point-in-time recovery across a switchover and a failover of an archiv
           apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name: restoreName, namespace: ns },
           spec: { instanceRef: { name: "pitr-target" }, databases: ["app"], source: { backupRef: { name: "pitr-full" } }, pointInTime: { archiveRef: { name: "orders-pitr" }, gtid } },
         });
-        const restore = await waitFor(`MySQLRestore ${restoreName} finished`, async () => {
-          const r = await client.get<MySQLRestore>(RS, ns, restoreName);
-          return r.status?.phase === "Completed" || r.status?.phase === "Failed" ? r : undefined;
-        }, 180_000, 250);
+        const restore = await restoreFinished(client, ns, restoreName);
         expect(findCondition(restore.status?.conditions, "Ready"), JSON.stringify(restore.status)).toMatchObject({ status: "True", reason: "Completed" });
         expect(restore.status?.pointInTime).toMatchObject({ backup: "pitr-full", backupPosition, lastReplayedGtid: gtid });
         console.log(`pitr across a switchover and a failover: restore to ${gtid} Completed in ${Date.now() - t0} ms, ${restore.status?.pointInTime?.transactions} transactions from ${restore.status?.pointInTime?.binlogFiles} files`);
