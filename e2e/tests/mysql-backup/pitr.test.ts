@@ -39,7 +39,7 @@ import {
 } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { repoRoot, s3Client, startMariaDB, tools, type MariaDBEndpoint } from "../../harness/index.ts";
-import { createBackupPrerequisites } from "../../support/backup-setup.ts";
+import { backupCompleted, createBackupPrerequisites, restoreFinished } from "../../support/backup-setup.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -112,12 +112,7 @@ function pointInTimeRestore(name: string, pointInTime: Record<string, unknown>, 
   };
 }
 
-async function finished(name: string, timeoutMs = 180_000): Promise<MySQLRestore> {
-  return waitFor(`MySQLRestore ${name} finished`, async () => {
-    const r = await client.get<MySQLRestore>(RS, ns, name);
-    return r.status?.phase === "Completed" || r.status?.phase === "Failed" ? r : undefined;
-  }, timeoutMs, 250);
-}
+const finished = (name: string, timeoutMs?: number) => restoreFinished(client, ns, name, timeoutMs);
 
 /** The server's whole position archived: the archive holds every transaction so far. */
 async function archivedEverything(): Promise<void> {
@@ -187,11 +182,7 @@ beforeAll(async () => {
       apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "full", namespace: ns },
       spec: { instanceRef: { name: "db" }, databases: [db], storage: storage() },
     });
-    const backup = await waitFor("the backup Completed", async () => {
-      const b = await client.get<MySQLBackup>(BK, ns, "full");
-      if (b.status?.phase === "Failed") throw new Error(`backup failed: ${JSON.stringify(b.status.conditions)}`);
-      return b.status?.phase === "Completed" ? b : undefined;
-    }, 120_000, 250);
+    const backup = await backupCompleted(client, ns, "full");
     backupPosition = backup.status?.position?.gtid ?? "";
     expect(backupPosition).toMatch(/^0-1-\d+$/);
     // kept changes after the backup too (only the replay brings those rows back), then rests.
