@@ -1,7 +1,9 @@
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { BackupError } from "../errors.ts";
 import { newArchiveIndex, type ArchiveIndex, type ArchivedFile } from "./archive-index.ts";
-import { planReplay, type RecoveryPoint } from "./replay.ts";
+import { capturedStream } from "./captured-stream.ts";
+import { findUnattributed, planReplay, type RecoveryPoint } from "./replay.ts";
 
 const at = (seconds: number): string => new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
 
@@ -109,5 +111,20 @@ describe("planReplay", () => {
     failure(() => planReplay(three, "0-1", { gtid: "0-1-5" }), "InvalidOptions");
     failure(() => planReplay(three, "0-1-1", { gtid: "x" }), "InvalidOptions");
     failure(() => planReplay(three, "0-1-1", { time: new Date(Number.NaN) }), "InvalidOptions");
+  });
+});
+
+describe("findUnattributed", () => {
+  // The captured stream as a file: 0-7-2 (CREATE TABLE shop.t) and 0-7-4 (CREATE TABLE shop.m) were run without USE.
+  const file = Buffer.concat([Buffer.from([0xfe, 0x62, 0x69, 0x6e]), ...capturedStream.slice(1).map((hex) => Buffer.from(hex, "hex"))]);
+  const files = (): AsyncIterable<Buffer> => Readable.from([file]);
+
+  it("names the first statement without a default database after the backup and up to the point", async () => {
+    expect(await findUnattributed(files(), "0-7-1", { gtid: "0-7-7" })).toMatchObject({ gtid: "0-7-2", kind: "CREATE TABLE" });
+    expect(await findUnattributed(files(), "0-7-2", { gtid: "0-7-7" })).toMatchObject({ gtid: "0-7-4", kind: "CREATE TABLE" });
+    expect(await findUnattributed(files(), "0-7-4", { gtid: "0-7-7" })).toBeUndefined();
+    // Before it: the point stops the scan (a GTID, or a time before its commit).
+    expect(await findUnattributed(files(), "", { gtid: "0-7-1" })).toBeUndefined();
+    expect(await findUnattributed(files(), "", { time: new Date(0) })).toBeUndefined();
   });
 });
