@@ -392,9 +392,10 @@ describe("MySQLRestore.pointInTime", () => {
   });
 
   it("a recent point the archive has not reached yet: Pending (PointNotArchived, polled, an Event), not Failed", async () => {
-    // The server is idle: nothing after this second is archived, and the rotation age (5 s) + 60 s have not passed.
-    const point = new Date(Math.floor(Date.now() / 1000) * 1000);
-    await client.create<MySQLRestore>(RS, pointInTimeRestore("not-yet", { time: point.toISOString().replace(".000Z", "Z") }));
+    // A transaction the server has not written yet (a time would be archived: the idle archive is current); the restore is seconds old.
+    const [domain, serverId, seq] = (await value("SELECT @@gtid_binlog_pos")).split("-");
+    const ahead = `${domain}-${serverId}-${BigInt(seq ?? "0") + 1000n}`;
+    await client.create<MySQLRestore>(RS, pointInTimeRestore("not-yet", { gtid: ahead }, { source: { backupRef: { name: "full" } } }));
     const waiting = await waitFor("the restore Pending on the archive", async () => {
       const r = await client.get<MySQLRestore>(RS, ns, "not-yet");
       return findCondition(r.status?.conditions, "Ready")?.reason === "PointNotArchived" ? r : undefined;
@@ -424,6 +425,34 @@ describe("MySQLRestore.pointInTime", () => {
     expect(ready?.message).toContain(`MySQLBackup full (GTID position "${backupPosition}")`);
     await waitFor("a ReplayFailed Event", async () => ((await eventsAbout(client, ns, { name: "replay-fails", kind: "MySQLRestore" })).some((e) => e.reason === "ReplayFailed") ? true : undefined), 15_000, 250);
     await admin.query(`DROP TABLE ${id(db)}.scratch`);
+  }, 240_000);
+
+  it("a time after the server's last write, the archive idle and current: Completed with exactly the data, no wait for a later transaction", async () => {
+    // A backup after the earlier restores onto this server (a replay cannot cross them, README), then a few writes, then nothing.
+    await client.create<MySQLBackup>(BK, {
+      apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "late", namespace: ns },
+      spec: { instanceRef: { name: "db" }, databases: [db], storage: storage() },
+    });
+    await waitFor("the late backup Completed", async () => {
+      const b = await client.get<MySQLBackup>(BK, ns, "late");
+      if (b.status?.phase === "Failed") throw new Error(`backup failed: ${JSON.stringify(b.status.conditions)}`);
+      return b.status?.phase === "Completed" || undefined;
+    }, 120_000, 250);
+    for (let i = 0; i < 3; i++) await admin.query(`INSERT INTO ${id(db)}.orders (v, created) VALUES (?, UTC_TIMESTAMP())`, [`idle ${i}`]);
+    const reference = await rowsOf("orders");
+    // Idle past the rotation age (5 s) and a heartbeat (5 s): the last file is uploaded, then the archive is current.
+    await sleep(12_000);
+    const index = await archiveIndex();
+    expect(Date.parse(index.currentAt ?? "")).toBeGreaterThan(Date.now() - 8_000);
+    const point = new Date(Math.floor(Date.now() / 1000) * 1000 - 2_000);
+    await client.create<MySQLRestore>(RS, pointInTimeRestore("idle", { time: point.toISOString().replace(".000Z", "Z") }));
+    // Completed within a poll or two: not Pending until the rotation age plus the margin (65 s), then Failed.
+    const restore = await finished("idle", 30_000);
+    expect(findCondition(restore.status?.conditions, "Ready"), JSON.stringify(restore.status)).toMatchObject({ status: "True", reason: "Completed" });
+    expect(restore.status?.pointInTime).toMatchObject({ backup: "late", transactions: 3 });
+    const orders = await rowsOf("orders");
+    expect({ rows: orders.length, digest: digest(orders) }).toEqual({ rows: reference.length, digest: digest(reference) });
+    expect(orders.slice(-3).map((r) => r.v)).toEqual(["idle 0", "idle 1", "idle 2"]);
   }, 240_000);
 
   it("the examples apply (server-side dry run: schema and CEL rules), the point-in-time ones included", async () => {

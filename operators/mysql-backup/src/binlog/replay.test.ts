@@ -83,6 +83,17 @@ describe("planReplay", () => {
     failure(() => planReplay(three, "0-1-5", { gtid: "1-1-1" }), "PointNotArchived");
   });
 
+  it("takes a time after the last transaction as archived when its whole second ended before the archive was current (an idle server)", () => {
+    // The last transaction commits at second 1030; the archive was current at 1040.5 s.
+    const idle = { ...three, currentAt: new Date(1_040_500).toISOString() };
+    expect(keys(idle, "0-1-12", { time: new Date(1_039_000) })).toEqual(["binlog.000002", "binlog.000003"]);
+    expect(keys(idle, "0-1-30", { time: new Date(1_039_000) })).toEqual([]);
+    // Second 1040 had not ended: a transaction of it may still come.
+    failure(() => planReplay(idle, "0-1-12", { time: new Date(1_040_000) }), "PointNotArchived", /held everything the server had written at 1970-01-01T00:17:20.500Z/);
+    // An archive of a server that wrote nothing yet.
+    expect(keys({ ...archive("0-1-3", []), currentAt: new Date(1_040_500).toISOString() }, "0-1-3", { time: new Date(1_039_000) })).toEqual([]);
+  });
+
   it("refuses an archive that starts after the backup", () => {
     const late = archive("0-1-10", [file(2, 11, 20)]);
     expect(keys(late, "0-1-10", { gtid: "0-1-12" })).toEqual(["binlog.000002"]);

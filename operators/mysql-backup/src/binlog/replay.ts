@@ -118,7 +118,8 @@ function reachedAlready(after: ReadonlyMap<number, Gtid>, until: Gtid | undefine
 /** What the archive reaches, for messages. */
 function reaches(index: ArchiveIndex): string {
   const last = index.files.at(-1);
-  return last ? `the archive reaches ${index.position} (its last transaction, ${last.lastGtid}, committed at ${last.lastEventTime})` : `the archive holds no transaction yet (it starts at ${index.startPosition || "the beginning"})`;
+  const what = last ? `the archive reaches ${index.position} (its last transaction, ${last.lastGtid}, committed at ${last.lastEventTime})` : `the archive holds no transaction yet (it starts at ${index.startPosition || "the beginning"})`;
+  return index.currentAt ? `${what}, and held everything the server had written at ${index.currentAt}` : what;
 }
 
 /**
@@ -160,7 +161,9 @@ export function planReplay(index: ArchiveIndex, after: string, until: RecoveryPo
   }
   const seconds = untilSeconds as number;
   const lastFile = index.files.at(-1);
-  if (!lastFile || seconds > Date.parse(lastFile.lastEventTime) / 1000) {
+  // The point's whole second (every transaction logged in it) ended when the archive was current: nothing of it is missing.
+  const current = index.currentAt !== undefined && (seconds + 1) * 1000 <= Date.parse(index.currentAt);
+  if (!current && (!lastFile || seconds > Date.parse(lastFile.lastEventTime) / 1000)) {
     throw new BackupError("PointNotArchived", `${isoSeconds(seconds)} is past what is archived: ${reaches(index)}`);
   }
   // A file whose first event is after the point holds no transaction committed before it (a commit comes after its start).
