@@ -119,6 +119,19 @@ async function finished(name: string, timeoutMs = 180_000): Promise<MySQLRestore
   }, timeoutMs, 250);
 }
 
+/** A MySQLBackup of the test's database, once Completed. */
+async function takeBackup(name: string): Promise<MySQLBackup> {
+  await client.create<MySQLBackup>(BK, {
+    apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name, namespace: ns },
+    spec: { instanceRef: { name: "db" }, databases: [db], storage: storage() },
+  });
+  return waitFor(`the backup ${name} Completed`, async () => {
+    const b = await client.get<MySQLBackup>(BK, ns, name);
+    if (b.status?.phase === "Failed") throw new Error(`backup failed: ${JSON.stringify(b.status.conditions)}`);
+    return b.status?.phase === "Completed" ? b : undefined;
+  }, 120_000, 250);
+}
+
 /** The server's whole position archived: the archive holds every transaction so far. */
 async function archivedEverything(): Promise<void> {
   const position = await value("SELECT @@gtid_binlog_pos");
@@ -183,15 +196,7 @@ beforeAll(async () => {
   })();
   try {
     await sleep(1_500);
-    await client.create<MySQLBackup>(BK, {
-      apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "full", namespace: ns },
-      spec: { instanceRef: { name: "db" }, databases: [db], storage: storage() },
-    });
-    const backup = await waitFor("the backup Completed", async () => {
-      const b = await client.get<MySQLBackup>(BK, ns, "full");
-      if (b.status?.phase === "Failed") throw new Error(`backup failed: ${JSON.stringify(b.status.conditions)}`);
-      return b.status?.phase === "Completed" ? b : undefined;
-    }, 120_000, 250);
+    const backup = await takeBackup("full");
     backupPosition = backup.status?.position?.gtid ?? "";
     expect(backupPosition).toMatch(/^0-1-\d+$/);
     // kept changes after the backup too (only the replay brings those rows back), then rests.
@@ -429,15 +434,7 @@ describe("MySQLRestore.pointInTime", () => {
 
   it("a time after the server's last write, the archive idle and current: Completed with exactly the data, no wait for a later transaction", async () => {
     // A backup after the earlier restores onto this server (a replay cannot cross them, README), then a few writes, then nothing.
-    await client.create<MySQLBackup>(BK, {
-      apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "late", namespace: ns },
-      spec: { instanceRef: { name: "db" }, databases: [db], storage: storage() },
-    });
-    await waitFor("the late backup Completed", async () => {
-      const b = await client.get<MySQLBackup>(BK, ns, "late");
-      if (b.status?.phase === "Failed") throw new Error(`backup failed: ${JSON.stringify(b.status.conditions)}`);
-      return b.status?.phase === "Completed" || undefined;
-    }, 120_000, 250);
+    await takeBackup("late");
     for (let i = 0; i < 3; i++) await admin.query(`INSERT INTO ${id(db)}.orders (v, created) VALUES (?, UTC_TIMESTAMP())`, [`idle ${i}`]);
     const reference = await rowsOf("orders");
     // Idle past the rotation age (5 s) and a heartbeat (5 s): the last file is uploaded, then the archive is current.

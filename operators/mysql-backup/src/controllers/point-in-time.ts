@@ -17,7 +17,9 @@
 // 30 s ago" fail for no fault; waiting forever would hide a stopped archive.
 // The restore waits (Pending, polled every few seconds: no watch tells when
 // the archive moved) until the point is maxFileAgeSeconds plus a margin old,
-// and then fails with what the archive has reached.
+// and then fails with what the archive has reached. A time after an idle
+// server's last write is reached once the archive records itself current
+// after it (index.json currentAt, archive-index.ts).
 import type { ReconcileContext } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLBinlogArchiveKind, type MySQLBackup, type MySQLBinlogArchive, type MySQLRestore } from "../api.ts";
