@@ -212,7 +212,7 @@ export const MySQLRestoreKind = defineKind({
               }),
             ),
           },
-          "Point-in-time recovery: a full backup (source.backupRef, or else the newest Completed MySQLBackup of the namespace taken before the point whose GTID position the archive covers) is restored, then the archived transactions after its snapshot up to the point are replayed onto the target. Before the target is changed at all, the archive's index is read, the needed binlog files are downloaded and their size and SHA-256 checked. The replay is limited to the databases restored, each statement taken by its default database (as mariadb-binlog --database): DDL run without USE is not replayed. Exactly one of time or gtid.",
+          "Point-in-time recovery: a full backup (source.backupRef, or else the newest Completed MySQLBackup of the namespace taken before the point whose GTID position the archive covers) is restored, then the archived transactions after its snapshot up to the point are replayed onto the target. Before the target is changed at all, the archive's index is read, the needed binlog files are downloaded and their size and SHA-256 checked. The replay is limited to the databases restored, each statement taken by its default database (as mariadb-binlog --database). A statement logged without a default database (run without USE, e.g. DROP TABLE shop.t) is replayed when every database of the backup is restored; with spec.databases naming only some, the restore fails (UnattributedStatement) before changing the target. Exactly one of time or gtid.",
           { validations: [{ rule: "has(self.time) != has(self.gtid)", message: "set exactly one of pointInTime.time or pointInTime.gtid" }] },
         ),
       ),

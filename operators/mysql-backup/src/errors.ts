@@ -76,7 +76,9 @@ export type BackupFailureReason =
   /** Point-in-time restore: the point is later than now. */
   | "PointInFuture"
   /** A transaction of a point-in-time replay failed on the target server. */
-  | "ReplayFailed";
+  | "ReplayFailed"
+  /** Point-in-time restore of some databases only: the replay holds a statement logged without a default database, which it cannot attribute. */
+  | "UnattributedStatement";
 
 export interface BackupErrorOptions {
   /**

@@ -12,6 +12,14 @@
 // index names it, so every file the index lists is complete; a file the index
 // does not list (a manager stopped between the two uploads) is overwritten by
 // the next one of that number.
+//
+// `currentAt` (optional, added after formatVersion 1 without a bump: older
+// readers ignore it, and an older writer keeps it as it was, which stays
+// true) is a moment at which the archive held everything the server had
+// written: the stream had told that the server had nothing more to send (a
+// heartbeat) while no received transaction was waiting for upload. A point
+// in time at or before it is archived even when no transaction is later
+// than it (an idle server).
 import { BackupError } from "../errors.ts";
 import { parsePosition } from "./gtid.ts";
 
@@ -54,6 +62,8 @@ export interface ArchiveIndex {
   /** GTID state after the last archived transaction (startPosition while no file is archived). */
   position: string;
   files: ArchivedFile[];
+  /** ISO 8601 (ms): the archive held every transaction the server had written by then (see the file comment). */
+  currentAt?: string;
 }
 
 export function newArchiveIndex(startPosition: string, now: Date): ArchiveIndex {
@@ -98,6 +108,7 @@ export function parseArchiveIndex(bytes: Buffer): ArchiveIndex {
     chained = checkPosition(f.endPosition, `${f.key}.endPosition`);
   }
   if (position !== chained) throw invalid(`position ${position} is not where the last file ends (${chained})`);
+  if (index.currentAt !== undefined && (typeof index.currentAt !== "string" || !Number.isFinite(Date.parse(index.currentAt)))) throw invalid("currentAt is not a time");
   return index as ArchiveIndex;
 }
 

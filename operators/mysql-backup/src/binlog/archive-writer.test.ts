@@ -149,6 +149,29 @@ describe("ArchiveWriter", () => {
     expect(writer.oldestPendingTimestamp).toBeUndefined();
   });
 
+  it("records that it is current on a heartbeat only while no received transaction waits for upload", async () => {
+    let now = 1_000_000;
+    const storage = new MemoryStorage();
+    const writer = await ArchiveWriter.open(storage, startAt("0-7-0"), { maxFileAgeMs: 60_000, now: () => now });
+    expect(await writer.markCurrent(1_000)).toBe(true);
+    expect(storage.index().currentAt).toBe(new Date(999_000).toISOString());
+    // A transaction received, not uploaded: the server's state is not all in S3, however many heartbeats come.
+    now += 5_000;
+    await writer.append(tx(1), source);
+    now += 5_000;
+    expect(await writer.markCurrent(1_000)).toBe(false);
+    expect(storage.index().currentAt).toBe(new Date(999_000).toISOString());
+    // Uploaded: the file's index keeps the earlier moment (still true), the next heartbeat moves it.
+    await writer.flush();
+    expect(storage.index().currentAt).toBe(new Date(999_000).toISOString());
+    now += 5_000;
+    expect(await writer.markCurrent(1_000)).toBe(true);
+    expect(storage.index()).toMatchObject({ currentAt: new Date(1_014_000).toISOString(), position: "0-7-1" });
+    expect(writer.index.currentAt).toBe(new Date(1_014_000).toISOString());
+    // A reader older than currentAt: the index has nothing else new (same format version).
+    expect(storage.index().formatVersion).toBe(1);
+  });
+
   it("starts a new file when the source changes (a switchover)", async () => {
     const storage = new MemoryStorage();
     const writer = await ArchiveWriter.open(storage, startAt("0-7-0"));

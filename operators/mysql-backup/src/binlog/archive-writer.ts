@@ -188,6 +188,27 @@ export class ArchiveWriter {
     return this.file ? this.file.openedAt + this.maxFileAgeMs : undefined;
   }
 
+  /**
+   * The stream told that the server has nothing more to send (a heartbeat,
+   * received `heldSinceMs` ago at most): with no received transaction waiting
+   * for upload, everything the server had written by then is in S3, and the
+   * index records it (currentAt, archive-index.ts). A pending transaction
+   * blocks it: the archive is current again only once it is uploaded and the
+   * next heartbeat comes.
+   * @returns whether currentAt moved.
+   */
+  async markCurrent(heldSinceMs: number): Promise<boolean> {
+    if (this.file) return false;
+    const at = this.now() - heldSinceMs;
+    const previous = this.indexState.currentAt ? Date.parse(this.indexState.currentAt) : -Infinity;
+    if (at <= previous) return false;
+    this.signal?.throwIfAborted();
+    const index: ArchiveIndex = { ...this.indexState, updatedAt: new Date(this.now()).toISOString(), currentAt: new Date(at).toISOString() };
+    await this.storage.put(archiveIndexFileName, indexBytes(index), "application/json", this.signal);
+    this.indexState = index;
+    return true;
+  }
+
   /** Drops the open file (nothing of it is uploaded): the next stream starts again from archivedPosition. */
   discard(): void {
     this.file = undefined;

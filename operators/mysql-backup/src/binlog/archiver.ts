@@ -99,6 +99,13 @@ export function archiveStorage(store: BackupStore): ArchiveStorage {
 }
 
 /** Failures that a reconnection at once would only meet again. */
+/**
+ * How long before a heartbeat's arrival the archive is taken as current
+ * (index.json currentAt): the heartbeat left the server a little earlier,
+ * and binlog times are the server's clock, not this process's.
+ */
+const CURRENT_MARGIN_MS = 1_000;
+
 const LASTING_FAULTS = new Set(["ArchiveDiverged", "GtidGap", "GtidDuplicate", "InvalidBinlog", "BinlogUnavailable", "DatabaseAccessDenied", "StorageAccessDenied", "BucketNotFound", "InvalidArchiveIndex"]);
 
 function asBackupError(err: unknown): BackupError {
@@ -267,6 +274,9 @@ export class BinlogArchiver {
           }
         } else if (item.kind === "heartbeat") {
           await this.archive(() => writer.rotateIfDue());
+          // The server had nothing more to send: when nothing waits for upload, the archive is current.
+          // Not a moment ago, but CURRENT_MARGIN_MS before: the heartbeat's way here, and clocks a little apart.
+          await this.archive(() => writer.markCurrent(CURRENT_MARGIN_MS));
         }
       }
     } catch (err) {

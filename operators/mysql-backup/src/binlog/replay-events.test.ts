@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { capturedStream } from "./captured-stream.ts";
 import { EventType, GtidFlag, parseFormatDescription, toEvent, verifyChecksum, type BinlogEvent, type FormatDescription } from "./events.ts";
 import { formatGtid } from "./gtid.ts";
-import { SessionState, decodeDecimal, isAccountStatement, parseQueryEvent, transactionStatements, userVarStatement, type CollationNames } from "./replay-events.ts";
+import { SessionState, decodeDecimal, isAccountStatement, isUnattributed, parseQueryEvent, statementKind, transactionStatements, userVarStatement, type CollationNames } from "./replay-events.ts";
 import { TransactionAssembler, type Transaction } from "./transactions.ts";
 
 // The captured stream: 0-7-1 CREATE DATABASE shop, 0-7-2 CREATE TABLE shop.t, 0-7-3 INSERT (rows),
@@ -160,6 +160,29 @@ describe("transactionStatements", () => {
     expect(sent.map((e) => e.header.type)).toEqual([EventType.TABLE_MAP, 24]);
     expect((sent[1] as BinlogEvent).raw.readUInt16LE(19 + 6) & 1).toBe(1);
     expect(() => verifyChecksum(sent[1] as BinlogEvent)).not.toThrow();
+  });
+
+  it("statements without a default database: replayed when the filter is all of the backup, skipped under a part; never the system or maintenance ones", () => {
+    const state = new SessionState();
+    state.format = format;
+    const bare = (sql: string) => transaction(9, GtidFlag.STANDALONE, [queryEvent("", sql, Buffer.alloc(0))]);
+    const run = (sql: string, withoutDatabase?: "replay" | "skip") =>
+      transactionStatements(bare(sql), state, { collations, databases: new Set(["shop"]), ...(withoutDatabase ? { withoutDatabase } : {}) }).map((s) => text(s.sql)).at(-1);
+    expect(run("DROP TABLE shop.t", "replay")).toBe("DROP TABLE shop.t");
+    expect(run("ALTER TABLE `shop`.`t` ADD COLUMN c INT", "replay")).toBe("ALTER TABLE `shop`.`t` ADD COLUMN c INT");
+    expect(run("DROP TABLE shop.t", "skip")).toBeUndefined();
+    expect(run("DROP TABLE shop.t")).toBeUndefined();
+    for (const sql of ["INSERT INTO mysql.user VALUES (1)", "UPDATE `MySQL` . db SET x = 1", "FLUSH PRIVILEGES", "ANALYZE TABLE shop.t", "GRANT ALL ON shop.* TO 'u'@'%'"]) {
+      expect(run(sql, "replay"), sql).toBeUndefined();
+      expect(isUnattributed(parseQueryEvent(queryEvent("", sql, Buffer.alloc(0)), format)), sql).toBe(false);
+    }
+    // No filter: replayed as before, but not the system ones.
+    expect(transactionStatements(bare("CREATE TABLE shop.t2 (a INT)"), state, { collations }).map((s) => text(s.sql)).at(-1)).toBe("CREATE TABLE shop.t2 (a INT)");
+    expect(transactionStatements(bare("INSERT INTO mysql.user VALUES (1)"), state, { collations })).toEqual([]);
+    // A default database attributes it, whatever it names.
+    expect(isUnattributed(parseQueryEvent(queryEvent("shop", "DROP TABLE other.t", Buffer.alloc(0)), format))).toBe(false);
+    expect(isUnattributed(parseQueryEvent(queryEvent("", "/* c */ DROP TABLE other.t", Buffer.alloc(0)), format))).toBe(true);
+    expect(statementKind(Buffer.from("/* c */ drop   table `x`.t"))).toBe("DROP TABLE");
   });
 
   it("cuts a large row statement into several BINLOG statements, the Table_map first", () => {

@@ -28,12 +28,19 @@
 // Database filter (`databases`), like `mariadb-binlog --database`: a row
 // event belongs to the database its Table_map names; a Query event to its
 // default database (the USE in effect when it ran, not the tables it names:
-// `USE a; INSERT INTO b.t …` counts as `a`, and a statement run without a
-// default database is skipped when a filter is given). Events of the system
-// databases (mysql, sys, information_schema, performance_schema) and
-// account-management statements (CREATE/ALTER/DROP/RENAME USER, GRANT,
-// REVOKE, SET PASSWORD, CREATE/DROP ROLE, SET DEFAULT ROLE) are never
-// replayed: accounts belong to the target, not to the backup.
+// `USE a; INSERT INTO b.t …` counts as `a`). A statement run without a
+// default database (`DROP TABLE shop.t` from a session that never ran USE)
+// names its tables itself, which only the server resolves: under a filter it
+// is replayed when `withoutDatabase` is "replay" (the restore covers every
+// database of the backup) and otherwise skipped — restoreToPoint refuses a
+// plan holding one (findUnattributed) rather than restore a state that never
+// existed. Events of the system databases (mysql, sys, information_schema,
+// performance_schema), statements without a default database whose first
+// qualified name is one of them, maintenance statements (FLUSH, ANALYZE,
+// OPTIMIZE, REPAIR, CHECK: no data changes) and account-management
+// statements (CREATE/ALTER/DROP/RENAME USER, GRANT, REVOKE, SET PASSWORD,
+// CREATE/DROP ROLE, SET DEFAULT ROLE) are never replayed: accounts belong to
+// the target, not to the backup.
 import { quoteIdentifier } from "../engine/sql.ts";
 import { BinlogFormatError, EventType, GtidFlag, HEADER_LENGTH, QUERY_POST_HEADER, ROWS_EVENTS, sameFormat, writeChecksum, type BinlogEvent, type FormatDescription } from "./events.ts";
 import { formatGtid } from "./gtid.ts";
@@ -270,6 +277,12 @@ export interface TranslateOptions {
   maxBinlogBytes?: number;
   /** Only these databases (see the rule above); all but the system ones when absent. */
   databases?: ReadonlySet<string>;
+  /**
+   * Statements logged without a default database, under a `databases` filter:
+   * "replay" when the filter is every database of the backup (the server
+   * resolves their qualified names), "skip" (the default) otherwise.
+   */
+  withoutDatabase?: "replay" | "skip";
   collations: CollationNames;
 }
 
@@ -299,6 +312,41 @@ function leadingText(statement: Buffer): string {
 
 export function isAccountStatement(statement: Buffer): boolean {
   return ACCOUNT_STATEMENT.test(leadingText(statement));
+}
+
+/** Statements that change no data (FLUSH, table maintenance). */
+const MAINTENANCE_STATEMENT = /^(?:FLUSH|ANALYZE|OPTIMIZE|REPAIR|CHECK)\b/i;
+
+/** The database of the statement's first qualified name (`db`.t, db.t), if any. */
+function firstQualifier(text: string): string | undefined {
+  const m = /(?:`((?:[^`]|``)+)`|([A-Za-z0-9_$]+))\s*\.\s*[`A-Za-z0-9_$]/.exec(text);
+  if (!m) return undefined;
+  return m[1] !== undefined ? m[1].replaceAll("``", "`") : m[2];
+}
+
+/**
+ * Whether a statement logged without a default database is one the replay
+ * leaves out whatever the filter: an account or maintenance statement, or
+ * one whose first qualified name is a system database.
+ */
+function systemStatement(statement: Buffer): boolean {
+  const text = leadingText(statement);
+  if (ACCOUNT_STATEMENT.test(text) || MAINTENANCE_STATEMENT.test(text)) return true;
+  const qualifier = firstQualifier(text);
+  return qualifier !== undefined && SYSTEM_DATABASES.has(qualifier.toLowerCase());
+}
+
+/** A statement's kind for messages: its first two words ("DROP TABLE"), never its names or values. */
+export function statementKind(statement: Buffer): string {
+  return leadingText(statement).split(/\s+/, 2).join(" ").replace(/[^A-Za-z ]/g, "").toUpperCase() || "(empty statement)";
+}
+
+/**
+ * A Query event a database filter cannot attribute: no default database, and
+ * not one the replay leaves out anyway (systemStatement, BEGIN/COMMIT).
+ */
+export function isUnattributed(query: QueryEvent): boolean {
+  return query.database === "" && queryKind(query.statement) === "other" && !systemStatement(query.statement);
 }
 
 function queryKind(statement: Buffer): "begin" | "commit" | "rollback" | "other" {
@@ -521,7 +569,10 @@ export function transactionStatements(tx: Transaction, state: SessionState, opti
         ending = { sql: kind === "commit" ? "COMMIT" : "ROLLBACK" };
         continue;
       }
-      const replayed = (query.database === "" ? !options.databases : replaysDatabase(query.database, options.databases)) && !isAccountStatement(query.statement);
+      const replayed =
+        query.database === ""
+          ? isUnattributed(query) && (!options.databases || options.withoutDatabase === "replay")
+          : replaysDatabase(query.database, options.databases) && !isAccountStatement(query.statement);
       if (replayed) body.push(...prefix, ...queryStatements(event, query, state));
       prefix = [];
     } else if (type === EventType.XID) {

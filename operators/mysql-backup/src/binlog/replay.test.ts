@@ -1,7 +1,9 @@
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { BackupError } from "../errors.ts";
 import { newArchiveIndex, type ArchiveIndex, type ArchivedFile } from "./archive-index.ts";
-import { planReplay, type RecoveryPoint } from "./replay.ts";
+import { capturedStream } from "./captured-stream.ts";
+import { findUnattributed, planReplay, type RecoveryPoint } from "./replay.ts";
 
 const at = (seconds: number): string => new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
 
@@ -81,6 +83,17 @@ describe("planReplay", () => {
     failure(() => planReplay(three, "0-1-5", { gtid: "1-1-1" }), "PointNotArchived");
   });
 
+  it("takes a time after the last transaction as archived when its whole second ended before the archive was current (an idle server)", () => {
+    // The last transaction commits at second 1030; the archive was current at 1040.5 s.
+    const idle = { ...three, currentAt: new Date(1_040_500).toISOString() };
+    expect(keys(idle, "0-1-12", { time: new Date(1_039_000) })).toEqual(["binlog.000002", "binlog.000003"]);
+    expect(keys(idle, "0-1-30", { time: new Date(1_039_000) })).toEqual([]);
+    // Second 1040 had not ended: a transaction of it may still come.
+    failure(() => planReplay(idle, "0-1-12", { time: new Date(1_040_000) }), "PointNotArchived", /held everything the server had written at 1970-01-01T00:17:20.500Z/);
+    // An archive of a server that wrote nothing yet.
+    expect(keys({ ...archive("0-1-3", []), currentAt: new Date(1_040_500).toISOString() }, "0-1-3", { time: new Date(1_039_000) })).toEqual([]);
+  });
+
   it("refuses an archive that starts after the backup", () => {
     const late = archive("0-1-10", [file(2, 11, 20)]);
     expect(keys(late, "0-1-10", { gtid: "0-1-12" })).toEqual(["binlog.000002"]);
@@ -109,5 +122,20 @@ describe("planReplay", () => {
     failure(() => planReplay(three, "0-1", { gtid: "0-1-5" }), "InvalidOptions");
     failure(() => planReplay(three, "0-1-1", { gtid: "x" }), "InvalidOptions");
     failure(() => planReplay(three, "0-1-1", { time: new Date(Number.NaN) }), "InvalidOptions");
+  });
+});
+
+describe("findUnattributed", () => {
+  // The captured stream as a file: 0-7-2 (CREATE TABLE shop.t) and 0-7-4 (CREATE TABLE shop.m) were run without USE.
+  const file = Buffer.concat([Buffer.from([0xfe, 0x62, 0x69, 0x6e]), ...capturedStream.slice(1).map((hex) => Buffer.from(hex, "hex"))]);
+  const files = (): AsyncIterable<Buffer> => Readable.from([file]);
+
+  it("names the first statement without a default database after the backup and up to the point", async () => {
+    expect(await findUnattributed(files(), "0-7-1", { gtid: "0-7-7" })).toMatchObject({ gtid: "0-7-2", kind: "CREATE TABLE" });
+    expect(await findUnattributed(files(), "0-7-2", { gtid: "0-7-7" })).toMatchObject({ gtid: "0-7-4", kind: "CREATE TABLE" });
+    expect(await findUnattributed(files(), "0-7-4", { gtid: "0-7-7" })).toBeUndefined();
+    // Before it: the point stops the scan (a GTID, or a time before its commit).
+    expect(await findUnattributed(files(), "", { gtid: "0-7-1" })).toBeUndefined();
+    expect(await findUnattributed(files(), "", { time: new Date(0) })).toBeUndefined();
   });
 });

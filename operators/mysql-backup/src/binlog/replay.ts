@@ -33,7 +33,8 @@ import { type ArchiveIndex, type ArchivedFile } from "./archive-index.ts";
 import { isoSeconds } from "./archive-writer.ts";
 import { BinlogFormatError, readBinlogFile } from "./events.ts";
 import { advance, continuity, describeDiscontinuity, formatGtid, formatPosition, parseGtid, parsePosition, type Gtid } from "./gtid.ts";
-import { ReplayUnsupportedError, SessionState, transactionStatements, type CollationNames, type ReplayStatement } from "./replay-events.ts";
+import { EventType } from "./events.ts";
+import { ReplayUnsupportedError, SessionState, isUnattributed, parseQueryEvent, statementKind, transactionStatements, type CollationNames, type ReplayStatement } from "./replay-events.ts";
 import { TransactionAssembler, type Transaction } from "./transactions.ts";
 
 /** Where a point-in-time recovery stops. `gtid` is "domain-server-seq". */
@@ -54,6 +55,8 @@ export interface ReplayOptions {
   until: RecoveryPoint;
   /** Only these databases (see replay-events.ts for how events are attributed); all but the system ones when absent. */
   databases?: string[];
+  /** Statements without a default database under `databases` (replay-events.ts): "replay" when `databases` is all of the backup. */
+  withoutDatabase?: "replay" | "skip";
   signal?: AbortSignal;
   logger?: Logger;
   onProgress?(p: { transactions: number; lastGtid: string }): void;
@@ -115,7 +118,8 @@ function reachedAlready(after: ReadonlyMap<number, Gtid>, until: Gtid | undefine
 /** What the archive reaches, for messages. */
 function reaches(index: ArchiveIndex): string {
   const last = index.files.at(-1);
-  return last ? `the archive reaches ${index.position} (its last transaction, ${last.lastGtid}, committed at ${last.lastEventTime})` : `the archive holds no transaction yet (it starts at ${index.startPosition || "the beginning"})`;
+  const what = last ? `the archive reaches ${index.position} (its last transaction, ${last.lastGtid}, committed at ${last.lastEventTime})` : `the archive holds no transaction yet (it starts at ${index.startPosition || "the beginning"})`;
+  return index.currentAt ? `${what}, and held everything the server had written at ${index.currentAt}` : what;
 }
 
 /**
@@ -157,7 +161,9 @@ export function planReplay(index: ArchiveIndex, after: string, until: RecoveryPo
   }
   const seconds = untilSeconds as number;
   const lastFile = index.files.at(-1);
-  if (!lastFile || seconds > Date.parse(lastFile.lastEventTime) / 1000) {
+  // The point's whole second (every transaction logged in it) ended when the archive was current: nothing of it is missing.
+  const current = index.currentAt !== undefined && (seconds + 1) * 1000 <= Date.parse(index.currentAt);
+  if (!current && (!lastFile || seconds > Date.parse(lastFile.lastEventTime) / 1000)) {
     throw new BackupError("PointNotArchived", `${isoSeconds(seconds)} is past what is archived: ${reaches(index)}`);
   }
   // A file whose first event is after the point holds no transaction committed before it (a commit comes after its start).
@@ -178,6 +184,61 @@ async function* fileBuffers(files: AsyncIterable<Buffer> | Iterable<string>): As
   }
   // One file at a time: an archived file is at most the archiver's rotation size.
   for (const path of files) yield { bytes: await readFile(path), name: path };
+}
+
+/** The transactions of binlog files, in order, each with the file it is in. */
+async function* transactionsOf(files: AsyncIterable<Buffer> | Iterable<string>, log?: Logger): AsyncIterable<{ tx: Transaction; name: string }> {
+  for await (const { bytes, name } of fileBuffers(files)) {
+    log?.debug("replaying an archived binlog file", { file: name, bytes: bytes.length });
+    const assembler = new TransactionAssembler();
+    let events;
+    try {
+      events = readBinlogFile(bytes);
+    } catch (err) {
+      throw new BackupError("InvalidBinlog", `${name} is not a whole binlog file: ${messageOf(err)}`);
+    }
+    for (const event of events) {
+      let item;
+      try {
+        item = assembler.push(event);
+      } catch (err) {
+        throw new BackupError("InvalidBinlog", `${name}: ${messageOf(err)}`);
+      }
+      if (item.kind === "transaction") yield { tx: item.transaction, name };
+    }
+  }
+}
+
+/** A statement a database filter cannot attribute (replay-events.ts, isUnattributed): its transaction and kind. */
+export interface UnattributedStatement {
+  gtid: string;
+  /** Its first two words ("DROP TABLE"). */
+  kind: string;
+  /** Its commit time (ISO 8601, whole seconds). */
+  time: string;
+}
+
+/**
+ * The first statement logged without a default database among the
+ * transactions of `files` after `after` up to `until`, which a replay under a
+ * database filter would have to leave out. Reads the files only (a restore
+ * checks them before it changes the target).
+ */
+export async function findUnattributed(files: AsyncIterable<Buffer> | Iterable<string>, after: string, until: RecoveryPoint): Promise<UnattributedStatement | undefined> {
+  const afterPosition = positionOf(after, "the backup's GTID position");
+  const untilGtid = untilGtidOf(until);
+  const untilSeconds = untilSecondsOf(until);
+  for await (const { tx } of transactionsOf(files)) {
+    if (tx.gtid.seq <= seqIn(afterPosition, tx.gtid.domain)) continue;
+    if (untilSeconds !== undefined && tx.lastTimestamp > untilSeconds) return undefined;
+    for (const event of tx.events) {
+      if (event.header.type !== EventType.QUERY) continue;
+      const query = parseQueryEvent(event, tx.format);
+      if (isUnattributed(query)) return { gtid: formatGtid(tx.gtid), kind: statementKind(query.statement), time: isoSeconds(tx.lastTimestamp) };
+    }
+    if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq >= untilGtid.seq) return undefined;
+  }
+  return undefined;
 }
 
 async function loadCollations(session: MySQLSession): Promise<CollationNames> {
@@ -223,7 +284,7 @@ export async function replayBinlog(session: MySQLSession, files: AsyncIterable<B
     const where = (): string => (lastApplied ? `the target holds the backup plus every archived transaction up to ${lastApplied}` : "nothing of the archive was applied to the target");
     let statements: ReplayStatement[];
     try {
-      statements = transactionStatements(tx, state, { databases, collations });
+      statements = transactionStatements(tx, state, { databases, collations, ...(options.withoutDatabase ? { withoutDatabase: options.withoutDatabase } : {}) });
     } catch (err) {
       if (err instanceof ReplayUnsupportedError || err instanceof BinlogFormatError) throw new BackupError("ReplayFailed", `cannot replay transaction ${gtid}: ${err.message}; ${where()}`);
       throw err;
@@ -250,49 +311,31 @@ export async function replayBinlog(session: MySQLSession, files: AsyncIterable<B
   };
 
   try {
-    files: for await (const { bytes, name } of fileBuffers(files)) {
-      log?.debug("replaying an archived binlog file", { file: name, bytes: bytes.length });
-      const assembler = new TransactionAssembler();
-      let events;
-      try {
-        events = readBinlogFile(bytes);
-      } catch (err) {
-        throw new BackupError("InvalidBinlog", `${name} is not a whole binlog file: ${messageOf(err)}`);
+    for await (const { tx, name } of transactionsOf(files, log)) {
+      // The backup has it already.
+      if (tx.gtid.seq <= seqIn(afterPosition, tx.gtid.domain)) continue;
+      const c = continuity(position, tx.gtid);
+      if (!c.ok) throw new BackupError("ArchiveGap", `${name}: ${describeDiscontinuity(position, c)}; ${lastApplied ? `the target holds everything up to ${lastApplied}` : "nothing was applied"}`);
+      if (untilSeconds !== undefined && tx.lastTimestamp > untilSeconds) {
+        reached = true;
+        break;
       }
-      for (const event of events) {
-        let item;
-        try {
-          item = assembler.push(event);
-        } catch (err) {
-          throw new BackupError("InvalidBinlog", `${name}: ${messageOf(err)}`);
-        }
-        if (item.kind !== "transaction") continue;
-        const tx = item.transaction;
-        // The backup has it already.
-        if (tx.gtid.seq <= seqIn(afterPosition, tx.gtid.domain)) continue;
-        const c = continuity(position, tx.gtid);
-        if (!c.ok) throw new BackupError("ArchiveGap", `${name}: ${describeDiscontinuity(position, c)}; ${lastApplied ? `the target holds everything up to ${lastApplied}` : "nothing was applied"}`);
-        if (untilSeconds !== undefined && tx.lastTimestamp > untilSeconds) {
-          reached = true;
-          break files;
-        }
-        if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq && tx.gtid.server !== untilGtid.server) {
-          throw new BackupError("PointNotArchived", `the archive's transaction ${untilGtid.domain}-…-${untilGtid.seq} is ${formatGtid(tx.gtid)} (server ${tx.gtid.server}), not ${formatGtid(untilGtid)}`);
-        }
-        if (options.signal?.aborted) throw abortedError("the binlog replay", options.signal);
-        const gtid = formatGtid(tx.gtid);
-        if (await apply(tx)) {
-          result.transactions += 1;
-          lastApplied = gtid;
-        }
-        position = advance(position, tx.gtid);
-        result.lastGtid = gtid;
-        result.lastEventTime = isoSeconds(tx.lastTimestamp);
-        options.onProgress?.({ transactions: result.transactions, lastGtid: gtid });
-        if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq) {
-          reached = true;
-          break files;
-        }
+      if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq && tx.gtid.server !== untilGtid.server) {
+        throw new BackupError("PointNotArchived", `the archive's transaction ${untilGtid.domain}-…-${untilGtid.seq} is ${formatGtid(tx.gtid)} (server ${tx.gtid.server}), not ${formatGtid(untilGtid)}`);
+      }
+      if (options.signal?.aborted) throw abortedError("the binlog replay", options.signal);
+      const gtid = formatGtid(tx.gtid);
+      if (await apply(tx)) {
+        result.transactions += 1;
+        lastApplied = gtid;
+      }
+      position = advance(position, tx.gtid);
+      result.lastGtid = gtid;
+      result.lastEventTime = isoSeconds(tx.lastTimestamp);
+      options.onProgress?.({ transactions: result.transactions, lastGtid: gtid });
+      if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq) {
+        reached = true;
+        break;
       }
     }
   } finally {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { MySQLBinlogArchive } from "../api.ts";
 import { BackupError } from "../errors.ts";
 import { NotReady, Refused } from "./operation-reconciler.ts";
-import { notArchived } from "./point-in-time.ts";
+import { coversBackup, notArchived } from "./point-in-time.ts";
 
 const archive = { metadata: { name: "arch" }, spec: { rotation: { maxFileAgeSeconds: 30 } } } as unknown as MySQLBinlogArchive;
 const err = new BackupError("PointNotArchived", "2026-12-02T03:00:00Z is past what is archived");
@@ -27,5 +27,16 @@ describe("notArchived", () => {
     const old = new Date(Date.now() - 120_000);
     expect(notArchived(err, archive, { gtid: "0-1-9" }, old, undefined)).toBeInstanceOf(Refused);
     expect(notArchived(err, archive, { gtid: "0-1-9" }, new Date(), undefined)).toBeInstanceOf(NotReady);
+  });
+});
+
+describe("coversBackup", () => {
+  it("holds for a restore of every database, or of a list including all of a listed backup's", () => {
+    expect(coversBackup(undefined, undefined)).toBe(true);
+    expect(coversBackup(undefined, ["shop"])).toBe(true);
+    expect(coversBackup(["shop", "crm"], ["crm", "shop"])).toBe(true);
+    expect(coversBackup(["shop"], ["shop", "crm"])).toBe(false);
+    // A backup of every database holds what its manifest says: a list is taken as a part.
+    expect(coversBackup(["shop"], undefined)).toBe(false);
   });
 });

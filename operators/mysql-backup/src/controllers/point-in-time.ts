@@ -17,7 +17,9 @@
 // 30 s ago" fail for no fault; waiting forever would hide a stopped archive.
 // The restore waits (Pending, polled every few seconds: no watch tells when
 // the archive moved) until the point is maxFileAgeSeconds plus a margin old,
-// and then fails with what the archive has reached.
+// and then fails with what the archive has reached. A time after an idle
+// server's last write is reached once the archive records itself current
+// after it (index.json currentAt, archive-index.ts).
 import type { ReconcileContext } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLBinlogArchiveKind, type MySQLBackup, type MySQLBinlogArchive, type MySQLRestore } from "../api.ts";
@@ -95,6 +97,18 @@ export function notArchived(err: unknown, archive: MySQLBinlogArchive, point: Re
   );
 }
 
+/**
+ * Whether a restore of `restored` (spec.databases) covers every database of a
+ * backup of `backedUp` (its spec.databases): no list restores all of it; a
+ * list covers a backup of listed databases that it includes. A backup of
+ * every database (no list) holds what existed when it ran, which only its
+ * manifest tells: a list is then taken as a part.
+ */
+export function coversBackup(restored: readonly string[] | undefined, backedUp: readonly string[] | undefined): boolean {
+  if (!restored) return true;
+  return backedUp !== undefined && backedUp.every((db) => restored.includes(db));
+}
+
 /** Reads and decides everything before the run; the run downloads, verifies, restores and replays. */
 export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore, spec: PointInTimeSpec, instance: MySQLInstance, key: string, ctx: ReconcileContext): Promise<PreparedRun> {
   const ns = restore.metadata.namespace ?? "";
@@ -121,7 +135,9 @@ export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore
     if (isBackupError(err) && (err.reason === "NoBackupBeforePoint" || err.reason === "ArchiveGap")) throw new Refused(err.reason, err.message);
     throw err;
   }
-  const { source, description } = await backupSource(d, completedBackup(d, ns, backup.name), ns).catch((err: unknown) => {
+  const backupResource = completedBackup(d, ns, backup.name);
+  const allDatabases = coversBackup(restore.spec.databases, backupResource.spec.databases);
+  const { source, description } = await backupSource(d, backupResource, ns).catch((err: unknown) => {
     store.destroy();
     throw err;
   });
@@ -141,6 +157,7 @@ export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore
           archive: { store, files },
           until: point,
           ...(restore.spec.databases ? { databases: restore.spec.databases } : {}),
+          allDatabases,
           mode,
           runId: restore.metadata.uid ?? key,
           signal,

@@ -16,7 +16,7 @@ import { pipeline } from "node:stream/promises";
 import type { Logger } from "@stateward/core";
 import { archiveIndexFileName, parseArchiveIndex, type ArchiveIndex, type ArchivedFile } from "../binlog/archive-index.ts";
 import { parseGtid, parsePosition } from "../binlog/gtid.ts";
-import { replayBinlog, type RecoveryPoint } from "../binlog/replay.ts";
+import { findUnattributed, replayBinlog, type RecoveryPoint } from "../binlog/replay.ts";
 import { MySQLSession, type MySQLConnectionOptions } from "../engine/connection.ts";
 import { BackupError, messageOf } from "../errors.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
@@ -138,6 +138,13 @@ export interface PointInTimeOptions {
   archive: { store: BackupStore; files: readonly ArchivedFile[] };
   until: RecoveryPoint;
   databases?: string[];
+  /**
+   * Whether the restore covers every database of the backup: statements the
+   * archive logged without a default database are then replayed (the server
+   * resolves their qualified names); otherwise a plan holding one is refused
+   * (UnattributedStatement) before the target is touched.
+   */
+  allDatabases: boolean;
   mode: RestoreMode;
   /** Names the staging databases and the download directory. */
   runId: string;
@@ -165,6 +172,28 @@ export class ReplayFailed extends BackupError {
   }
 }
 
+/**
+ * A replay limited to some of the backup's databases takes a statement by its
+ * default database: one logged without any (`DROP TABLE shop.t` from a session
+ * that never ran USE) it cannot attribute, and leaving it out would restore a
+ * state that never existed. Such a plan is refused before the target is
+ * touched, naming the first one.
+ */
+async function refuseUnattributed(paths: readonly string[], after: string, until: RecoveryPoint, databases: readonly string[]): Promise<void> {
+  const found = await findUnattributed(paths, after, until).catch((err: unknown) => {
+    throw markTargetUntouched(err instanceof BackupError ? err : new BackupError("InvalidBinlog", messageOf(err), { cause: err }));
+  });
+  if (!found) return;
+  throw markTargetUntouched(
+    new BackupError(
+      "UnattributedStatement",
+      `transaction ${found.gtid} (committed ${found.time}) is a ${found.kind} statement logged without a default database (run without USE, naming its tables as database.table): ` +
+        `a replay limited to the databases ${databases.join(", ")} cannot tell which database it changes, and leaving it out would restore a state that never existed. ` +
+        "Restore every database of the backup (omit spec.databases), or choose a point before that transaction",
+    ),
+  );
+}
+
 /** Downloads and verifies, restores the backup, replays up to the point; see the file comment. */
 export async function restoreToPoint(options: PointInTimeOptions): Promise<PointInTimeResult> {
   const { archive, backup, until, signal, logger } = options;
@@ -176,6 +205,7 @@ export async function restoreToPoint(options: PointInTimeOptions): Promise<Point
       throw markTargetUntouched(err instanceof BackupError ? err : new BackupError("StorageError", messageOf(err), { cause: err }));
     });
     logger?.info("binlog files downloaded and verified", { files: paths.length, archive: archive.store.url });
+    if (!options.allDatabases) await refuseUnattributed(paths, backup.position, until, options.databases ?? []);
     const restore = await runRestore({
       target: options.target,
       source: backup.source,
@@ -194,6 +224,7 @@ export async function restoreToPoint(options: PointInTimeOptions): Promise<Point
         until,
         // Only what was restored: a database the backup lacks is as the target has it, and replaying onto it would apply its transactions twice.
         databases: restore.databases,
+        withoutDatabase: options.allDatabases ? "replay" : "skip",
         ...(signal ? { signal } : {}),
         ...(logger ? { logger } : {}),
         onProgress: (p) => (progress = p),
