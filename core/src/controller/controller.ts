@@ -117,6 +117,8 @@ export class Controller {
           this.queue.forget(key);
           m.reconciled("success", seconds);
         }
+        // One line per reconcile at debug level (a no-op at the default info): what woke an object, and how often.
+        log.debug("reconciled", { ms: Math.round(seconds * 1000), ...(result?.requeueAfter ? { requeueAfterMs: result.requeueAfter } : {}) });
       } catch (err) {
         const seconds = (performance.now() - started) / 1000;
         m.reconciled("error", seconds);

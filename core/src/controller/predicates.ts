@@ -17,14 +17,24 @@ export const generationChanged: Predicate = (event) => {
   );
 };
 
+/**
+ * Passes updates whose labels or annotations changed (use with `or`), blind to the annotations
+ * `ignored`: an operator's own bookkeeping (e.g. written with its finalizer) does not wake it
+ * again, as its status writes do not.
+ */
+export function labelsOrAnnotationsChangedExcept(ignored: readonly string[]): Predicate {
+  const others = (annotations: Record<string, string> | undefined) => JSON.stringify(Object.entries(annotations ?? {}).filter(([k]) => !ignored.includes(k)));
+  return (event) => {
+    if (event.type !== "update") return true;
+    return (
+      JSON.stringify(event.obj.metadata.labels ?? {}) !== JSON.stringify(event.old.metadata.labels ?? {}) ||
+      others(event.obj.metadata.annotations) !== others(event.old.metadata.annotations)
+    );
+  };
+}
+
 /** Passes updates whose labels or annotations changed (use with `or`). */
-export const labelsOrAnnotationsChanged: Predicate = (event) => {
-  if (event.type !== "update") return true;
-  return (
-    JSON.stringify(event.obj.metadata.labels ?? {}) !== JSON.stringify(event.old.metadata.labels ?? {}) ||
-    JSON.stringify(event.obj.metadata.annotations ?? {}) !== JSON.stringify(event.old.metadata.annotations ?? {})
-  );
-};
+export const labelsOrAnnotationsChanged: Predicate = labelsOrAnnotationsChangedExcept([]);
 
 type Requirement = { key: string; op: "=" | "!=" | "exists" | "!exists"; value?: string };
 

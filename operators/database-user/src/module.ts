@@ -6,7 +6,7 @@ import {
   builtin,
   cacheKind,
   generationChanged,
-  labelsOrAnnotationsChanged,
+  labelsOrAnnotationsChangedExcept,
   or,
   bindResolved,
   type InformerEvent,
@@ -34,6 +34,7 @@ import {
   userSecret,
 } from "./indexes.ts";
 import { FINGERPRINT_KEY_SECRET, FingerprintKey, fingerprintKeyNamespace } from "./fingerprint-key.ts";
+import { ACCOUNT_CREATED_BY } from "./ownership.ts";
 import { DatabaseUserReconciler, type DatabaseUserReconcilerDeps } from "./user-reconciler.ts";
 
 export interface DatabaseUserOperatorOptions {
@@ -99,8 +100,9 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
             e.type === "delete" || (e.type === "update" && e.obj.metadata.deletionTimestamp !== undefined && e.old.metadata.deletionTimestamp === undefined);
           builder
             .named("databaseuser")
-            // Spec, deletion, labels and annotations; not our own status writes.
-            .for(DBU, [or(generationChanged, labelsOrAnnotationsChanged)])
+            // Spec, deletion, labels and annotations; not our own writes: the status, and the creation
+            // claim written with the finalizer just before CREATE USER (it woke every new user a second time).
+            .for(DBU, [or(generationChanged, labelsOrAnnotationsChangedExcept([ACCOUNT_CREATED_BY]))])
             .watches(DBU, otherClaimants, [leaving])
             .watches(MYI, byIndex(USER_BY_INSTANCE))
             .watches(builtin.secret, byIndex(USER_BY_SECRET))
