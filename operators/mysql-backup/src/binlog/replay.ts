@@ -24,14 +24,14 @@
 // - The result's `lastGtid` is the last archived transaction the replay went
 //   through: applied, or left out by `databases`; `transactions` counts the
 //   applied ones only.
-import { readFile } from "node:fs/promises";
 import type { Logger } from "@stateward/core";
 import { mysqlFailure, withoutStatement, type MySQLSession } from "../engine/connection.ts";
 import { abortedError } from "../engine/errors.ts";
 import { BackupError, messageOf } from "../errors.ts";
 import { type ArchiveIndex, type ArchivedFile } from "./archive-index.ts";
 import { isoSeconds } from "./archive-writer.ts";
-import { BinlogFormatError, readBinlogFile } from "./events.ts";
+import { BinlogFormatError, readBinlogFile, type BinlogEvent } from "./events.ts";
+import { readBinlogFileBatches } from "./file-reader.ts";
 import { advance, continuity, describeDiscontinuity, formatGtid, formatPosition, parseGtid, parsePosition, type Gtid } from "./gtid.ts";
 import { ReplayUnsupportedError, SessionState, transactionStatements, type CollationNames, type ReplayStatement } from "./replay-events.ts";
 import { TransactionAssembler, type Transaction } from "./transactions.ts";
@@ -170,14 +170,50 @@ function usesBinaryCharset(session: MySQLSession): boolean {
   return (session.raw as unknown as { config?: { charsetNumber?: number } }).config?.charsetNumber === 63;
 }
 
-async function* fileBuffers(files: AsyncIterable<Buffer> | Iterable<string>): AsyncIterable<{ bytes: Buffer; name: string }> {
+/** A binlog file to replay: its name for messages, and its events in batches. */
+interface BinlogSource {
+  name: string;
+  batches: AsyncIterable<BinlogEvent[]> | Iterable<BinlogEvent[]>;
+}
+
+async function* binlogSources(files: AsyncIterable<Buffer> | Iterable<string>): AsyncIterable<BinlogSource> {
   if (Symbol.asyncIterator in files) {
     let n = 0;
-    for await (const bytes of files) yield { bytes, name: `file ${++n}` };
+    for await (const bytes of files) {
+      const name = `file ${++n}`;
+      let events: BinlogEvent[];
+      try {
+        events = readBinlogFile(bytes);
+      } catch (err) {
+        throw new BackupError("InvalidBinlog", `${name} is not a whole binlog file: ${messageOf(err)}`);
+      }
+      yield { name, batches: [events] };
+    }
     return;
   }
-  // One file at a time: an archived file is at most the archiver's rotation size.
-  for (const path of files) yield { bytes: await readFile(path), name: path };
+  // Files from disk are read a piece at a time (file-reader.ts): one file's events at once would grow the heap with the rotation size.
+  for (const path of files) yield { name: path, batches: readBinlogFileBatches(path) };
+}
+
+/** The batches of `source`, its format errors as InvalidBinlog. */
+async function* sourceBatches(source: BinlogSource): AsyncIterable<BinlogEvent[]> {
+  const batches = Symbol.asyncIterator in source.batches ? source.batches[Symbol.asyncIterator]() : source.batches[Symbol.iterator]();
+  try {
+    for (;;) {
+      let next: IteratorResult<BinlogEvent[]>;
+      try {
+        next = await batches.next();
+      } catch (err) {
+        if (err instanceof BinlogFormatError) throw new BackupError("InvalidBinlog", `${source.name} is not a whole binlog file: ${messageOf(err)}`);
+        throw err;
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    // A replay that stops inside a file (its recovery point, a failure) closes the file.
+    await batches.return?.();
+  }
 }
 
 async function loadCollations(session: MySQLSession): Promise<CollationNames> {
@@ -250,48 +286,45 @@ export async function replayBinlog(session: MySQLSession, files: AsyncIterable<B
   };
 
   try {
-    files: for await (const { bytes, name } of fileBuffers(files)) {
-      log?.debug("replaying an archived binlog file", { file: name, bytes: bytes.length });
+    files: for await (const source of binlogSources(files)) {
+      const { name } = source;
+      log?.debug("replaying an archived binlog file", { file: name });
       const assembler = new TransactionAssembler();
-      let events;
-      try {
-        events = readBinlogFile(bytes);
-      } catch (err) {
-        throw new BackupError("InvalidBinlog", `${name} is not a whole binlog file: ${messageOf(err)}`);
-      }
-      for (const event of events) {
-        let item;
-        try {
-          item = assembler.push(event);
-        } catch (err) {
-          throw new BackupError("InvalidBinlog", `${name}: ${messageOf(err)}`);
-        }
-        if (item.kind !== "transaction") continue;
-        const tx = item.transaction;
-        // The backup has it already.
-        if (tx.gtid.seq <= seqIn(afterPosition, tx.gtid.domain)) continue;
-        const c = continuity(position, tx.gtid);
-        if (!c.ok) throw new BackupError("ArchiveGap", `${name}: ${describeDiscontinuity(position, c)}; ${lastApplied ? `the target holds everything up to ${lastApplied}` : "nothing was applied"}`);
-        if (untilSeconds !== undefined && tx.lastTimestamp > untilSeconds) {
-          reached = true;
-          break files;
-        }
-        if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq && tx.gtid.server !== untilGtid.server) {
-          throw new BackupError("PointNotArchived", `the archive's transaction ${untilGtid.domain}-…-${untilGtid.seq} is ${formatGtid(tx.gtid)} (server ${tx.gtid.server}), not ${formatGtid(untilGtid)}`);
-        }
-        if (options.signal?.aborted) throw abortedError("the binlog replay", options.signal);
-        const gtid = formatGtid(tx.gtid);
-        if (await apply(tx)) {
-          result.transactions += 1;
-          lastApplied = gtid;
-        }
-        position = advance(position, tx.gtid);
-        result.lastGtid = gtid;
-        result.lastEventTime = isoSeconds(tx.lastTimestamp);
-        options.onProgress?.({ transactions: result.transactions, lastGtid: gtid });
-        if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq) {
-          reached = true;
-          break files;
+      for await (const events of sourceBatches(source)) {
+        for (const event of events) {
+          let item;
+          try {
+            item = assembler.push(event);
+          } catch (err) {
+            throw new BackupError("InvalidBinlog", `${name}: ${messageOf(err)}`);
+          }
+          if (item.kind !== "transaction") continue;
+          const tx = item.transaction;
+          // The backup has it already.
+          if (tx.gtid.seq <= seqIn(afterPosition, tx.gtid.domain)) continue;
+          const c = continuity(position, tx.gtid);
+          if (!c.ok) throw new BackupError("ArchiveGap", `${name}: ${describeDiscontinuity(position, c)}; ${lastApplied ? `the target holds everything up to ${lastApplied}` : "nothing was applied"}`);
+          if (untilSeconds !== undefined && tx.lastTimestamp > untilSeconds) {
+            reached = true;
+            break files;
+          }
+          if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq && tx.gtid.server !== untilGtid.server) {
+            throw new BackupError("PointNotArchived", `the archive's transaction ${untilGtid.domain}-…-${untilGtid.seq} is ${formatGtid(tx.gtid)} (server ${tx.gtid.server}), not ${formatGtid(untilGtid)}`);
+          }
+          if (options.signal?.aborted) throw abortedError("the binlog replay", options.signal);
+          const gtid = formatGtid(tx.gtid);
+          if (await apply(tx)) {
+            result.transactions += 1;
+            lastApplied = gtid;
+          }
+          position = advance(position, tx.gtid);
+          result.lastGtid = gtid;
+          result.lastEventTime = isoSeconds(tx.lastTimestamp);
+          options.onProgress?.({ transactions: result.transactions, lastGtid: gtid });
+          if (untilGtid && tx.gtid.domain === untilGtid.domain && tx.gtid.seq === untilGtid.seq) {
+            reached = true;
+            break files;
+          }
         }
       }
     }
