@@ -23,7 +23,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createBenchDatabase, dropDatabase, wideShape } from "../../bench/backup-dataset.ts";
 import { residentMemory } from "../../bench/process-usage.ts";
 import { logTail, repoRoot, s3Client } from "../../harness/index.ts";
-import { renderChart, removeChartScratch } from "../../support/chart.ts";
+import { removeChartScratch } from "../../support/chart.ts";
+import { chartMemoryDefaults } from "../../support/chart-memory.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
 import { createDatabaseUsers, databaseUserReady, inParallel } from "../../support/database-users.ts";
 import { deleteNamespace, freshNamespace, testClient, waitGone } from "../../support/kube.ts";
@@ -64,26 +65,6 @@ let heapOption = "";
 /** The dataset being generated (milliseconds it took), from beforeAll on. */
 let generated: Promise<number> = Promise.resolve(0);
 
-/** resources.limits.memory in bytes; only the suffixes the chart's heap rule reads (Mi, Gi). */
-function quantityBytes(q: string): number {
-  const m = /^(\d+)(Mi|Gi)$/.exec(q);
-  if (!m) throw new Error(`the chart's memory limit "${q}" is not in Mi or Gi`);
-  return Number(m[1]) * (m[2] === "Gi" ? 1024 : 1) * MiB;
-}
-
-/** The manager container of the chart's Deployment, rendered with its default values. */
-async function chartDefaults(): Promise<{ limit: string; nodeOptions: string }> {
-  const { objects } = await renderChart({ namespace: "stateward-system" });
-  const deployment = objects.find((o) => o.kind === "Deployment") as
-    | { spec: { template: { spec: { containers: { resources?: { limits?: { memory?: string } }; env?: { name: string; value?: string }[] }[] } } } }
-    | undefined;
-  const container = deployment?.spec.template.spec.containers[0];
-  const limit = container?.resources?.limits?.memory;
-  const nodeOptions = container?.env?.find((e) => e.name === "NODE_OPTIONS")?.value;
-  if (!limit || !nodeOptions) throw new Error(`the chart's Deployment has no memory limit (${limit}) or NODE_OPTIONS (${nodeOptions})`);
-  return { limit, nodeOptions };
-}
-
 /** `probe` until it answers, failing at once (with the manager's log) if the manager exits meanwhile. */
 async function whileManagerRuns<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 500): Promise<T> {
   const died = managerExit.then((how) => {
@@ -100,8 +81,8 @@ function usageText(u: MemoryCgroupUsage | undefined): string {
 
 beforeAll(async () => {
   if (unavailable) return;
-  const chart = await chartDefaults();
-  limitBytes = quantityBytes(chart.limit);
+  const chart = await chartMemoryDefaults();
+  limitBytes = chart.limitBytes;
   heapOption = chart.nodeOptions;
   s3 = s3Client(env.s3);
   ns = await freshNamespace(client, "memlimit");

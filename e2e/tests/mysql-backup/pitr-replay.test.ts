@@ -29,6 +29,7 @@ import {
 } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
+import { selectValue } from "../../support/select-value.ts";
 import { waitFor } from "../../support/wait.ts";
 
 const env = inject("environment");
@@ -46,15 +47,7 @@ const connect = (ep: MariaDBEndpoint) =>
 const login = (ep: MariaDBEndpoint) => ({ host: ep.host, port: ep.port, user: ep.user, password: ep.password });
 const clientArgs = (ep: MariaDBEndpoint) => ["-h", ep.host, "-P", String(ep.port), "-u", ep.user, `--password=${ep.password}`];
 
-async function value(ep: MariaDBEndpoint, sql: string): Promise<string> {
-  const c = await connect(ep);
-  try {
-    const [rows] = await c.query<mysql.RowDataPacket[]>(sql);
-    return String(Object.values(rows[0] ?? {})[0] ?? "");
-  } finally {
-    await c.end();
-  }
-}
+const value = (ep: MariaDBEndpoint, sql: string): Promise<string> => selectValue(() => connect(ep), sql);
 
 /** A command's stdout; `input` goes to its stdin. */
 function runTool(command: string, args: string[], input?: Buffer): Promise<Buffer> {

@@ -24,14 +24,14 @@
 // - The result's `lastGtid` is the last archived transaction the replay went
 //   through: applied, or left out by `databases`; `transactions` counts the
 //   applied ones only.
-import { readFile } from "node:fs/promises";
 import type { Logger } from "@stateward/core";
 import { mysqlFailure, withoutStatement, type MySQLSession } from "../engine/connection.ts";
 import { abortedError } from "../engine/errors.ts";
 import { BackupError, messageOf } from "../errors.ts";
 import { type ArchiveIndex, type ArchivedFile } from "./archive-index.ts";
 import { isoSeconds } from "./archive-writer.ts";
-import { BinlogFormatError, readBinlogFile } from "./events.ts";
+import { BinlogFormatError, readBinlogFile, type BinlogEvent } from "./events.ts";
+import { readBinlogFileBatches } from "./file-reader.ts";
 import { advance, continuity, describeDiscontinuity, formatGtid, formatPosition, parseGtid, parsePosition, type Gtid } from "./gtid.ts";
 import { EventType } from "./events.ts";
 import { ReplayUnsupportedError, SessionState, isUnattributed, parseQueryEvent, statementKind, transactionStatements, type CollationNames, type ReplayStatement } from "./replay-events.ts";
@@ -176,35 +176,68 @@ function usesBinaryCharset(session: MySQLSession): boolean {
   return (session.raw as unknown as { config?: { charsetNumber?: number } }).config?.charsetNumber === 63;
 }
 
-async function* fileBuffers(files: AsyncIterable<Buffer> | Iterable<string>): AsyncIterable<{ bytes: Buffer; name: string }> {
-  if (Symbol.asyncIterator in files) {
-    let n = 0;
-    for await (const bytes of files) yield { bytes, name: `file ${++n}` };
-    return;
-  }
-  // One file at a time: an archived file is at most the archiver's rotation size.
-  for (const path of files) yield { bytes: await readFile(path), name: path };
+/** A binlog file to replay: its name for messages, and its events in batches. */
+interface BinlogSource {
+  name: string;
+  batches: AsyncIterable<BinlogEvent[]> | Iterable<BinlogEvent[]>;
 }
 
-/** The transactions of binlog files, in order, each with the file it is in. */
-async function* transactionsOf(files: AsyncIterable<Buffer> | Iterable<string>, log?: Logger): AsyncIterable<{ tx: Transaction; name: string }> {
-  for await (const { bytes, name } of fileBuffers(files)) {
-    log?.debug("replaying an archived binlog file", { file: name, bytes: bytes.length });
-    const assembler = new TransactionAssembler();
-    let events;
-    try {
-      events = readBinlogFile(bytes);
-    } catch (err) {
-      throw new BackupError("InvalidBinlog", `${name} is not a whole binlog file: ${messageOf(err)}`);
-    }
-    for (const event of events) {
-      let item;
+async function* binlogSources(files: AsyncIterable<Buffer> | Iterable<string>): AsyncIterable<BinlogSource> {
+  if (Symbol.asyncIterator in files) {
+    let n = 0;
+    for await (const bytes of files) {
+      const name = `file ${++n}`;
+      let events: BinlogEvent[];
       try {
-        item = assembler.push(event);
+        events = readBinlogFile(bytes);
       } catch (err) {
-        throw new BackupError("InvalidBinlog", `${name}: ${messageOf(err)}`);
+        throw new BackupError("InvalidBinlog", `${name} is not a whole binlog file: ${messageOf(err)}`);
       }
-      if (item.kind === "transaction") yield { tx: item.transaction, name };
+      yield { name, batches: [events] };
+    }
+    return;
+  }
+  // Files from disk are read a piece at a time (file-reader.ts): one file's events at once would grow the heap with the rotation size.
+  for (const path of files) yield { name: path, batches: readBinlogFileBatches(path) };
+}
+
+/** The batches of `source`, its format errors as InvalidBinlog. */
+async function* sourceBatches(source: BinlogSource): AsyncIterable<BinlogEvent[]> {
+  const batches = Symbol.asyncIterator in source.batches ? source.batches[Symbol.asyncIterator]() : source.batches[Symbol.iterator]();
+  try {
+    for (;;) {
+      let next: IteratorResult<BinlogEvent[]>;
+      try {
+        next = await batches.next();
+      } catch (err) {
+        if (err instanceof BinlogFormatError) throw new BackupError("InvalidBinlog", `${source.name} is not a whole binlog file: ${messageOf(err)}`);
+        throw err;
+      }
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    // A replay that stops inside a file (its recovery point, a failure) closes the file.
+    await batches.return?.();
+  }
+}
+
+/** The transactions of binlog files, in order, each with the file it is in; a file is read a piece at a time. */
+async function* transactionsOf(files: AsyncIterable<Buffer> | Iterable<string>, log?: Logger): AsyncIterable<{ tx: Transaction; name: string }> {
+  for await (const source of binlogSources(files)) {
+    const { name } = source;
+    log?.debug("replaying an archived binlog file", { file: name });
+    const assembler = new TransactionAssembler();
+    for await (const events of sourceBatches(source)) {
+      for (const event of events) {
+        let item;
+        try {
+          item = assembler.push(event);
+        } catch (err) {
+          throw new BackupError("InvalidBinlog", `${name}: ${messageOf(err)}`);
+        }
+        if (item.kind === "transaction") yield { tx: item.transaction, name };
+      }
     }
   }
 }
