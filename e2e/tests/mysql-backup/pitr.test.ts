@@ -39,7 +39,7 @@ import {
 } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { repoRoot, s3Client, startMariaDB, tools, type MariaDBEndpoint } from "../../harness/index.ts";
-import { backupCompleted, createBackupPrerequisites, restoreFinished } from "../../support/backup-setup.ts";
+import { backupCompleted, createBackupPrerequisites, createMySQLInstance, restoreFinished } from "../../support/backup-setup.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -441,6 +441,40 @@ describe("MySQLRestore.pointInTime", () => {
     const orders = await rowsOf("orders");
     expect({ rows: orders.length, digest: digest(orders) }).toEqual({ rows: reference.length, digest: digest(reference) });
     expect(orders.slice(-3).map((r) => r.v)).toEqual(["idle 0", "idle 1", "idle 2"]);
+  }, 240_000);
+
+  it("starts from a backup of the archive's own server, not a newer backup of another server in the namespace", async () => {
+    // Another MariaDB with a database of the same name, backed up last: its GTID position looks covered by the
+    // archive (a domain-0 sequence like any), but its data is not what the archive's transactions apply to.
+    const other = await startMariaDB({ dir: join(dir, "other"), args: ["--log-bin=mysql-bin", "--server-id=2", "--binlog-format=ROW"] });
+    const o = await connect(other);
+    try {
+      await o.query(`CREATE DATABASE ${id(db)}`);
+      await o.query(`CREATE TABLE ${id(db)}.orders (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(64) NOT NULL, created DATETIME NOT NULL) ENGINE=InnoDB`);
+      for (let i = 0; i < 20; i++) await o.query(`INSERT INTO ${id(db)}.orders (v, created) VALUES (?, UTC_TIMESTAMP())`, [`other ${i}`]);
+      await createMySQLInstance(client, ns, "other", other);
+      await takeBackup("own-last");
+      const reference = await rowsOf("orders");
+      await sleep(1_100);
+      await client.create<MySQLBackup>(BK, {
+        apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "other-server", namespace: ns },
+        spec: { instanceRef: { name: "other" }, databases: [db], storage: storage() },
+      });
+      const otherBackup = await backupCompleted(client, ns, "other-server");
+      expect(otherBackup.status?.position?.gtid).toMatch(/^0-2-\d+$/);
+      await sleep(1_100);
+      const point = new Date(Math.floor(Date.now() / 1000) * 1000);
+      // No backupRef: the restore chooses (waiting, if need be, for the idle archive to be current past the point).
+      await client.create<MySQLRestore>(RS, pointInTimeRestore("own-server", { time: point.toISOString().replace(".000Z", "Z") }));
+      const restore = await finished("own-server", 90_000);
+      expect(findCondition(restore.status?.conditions, "Ready"), JSON.stringify(restore.status)).toMatchObject({ status: "True", reason: "Completed" });
+      expect(restore.status?.pointInTime?.backup).toBe("own-last");
+      const orders = await rowsOf("orders");
+      expect({ rows: orders.length, digest: digest(orders) }).toEqual({ rows: reference.length, digest: digest(reference) });
+    } finally {
+      await o.end();
+      process.kill(other.pid, "SIGKILL");
+    }
   }, 240_000);
 
   it("the examples apply (server-side dry run: schema and CEL rules), the point-in-time ones included", async () => {

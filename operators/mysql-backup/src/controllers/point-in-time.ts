@@ -59,14 +59,30 @@ function candidate(backup: MySQLBackup): BackupCandidate | undefined {
   return { name: backup.metadata.name ?? "", position, snapshotTime: new Date(at) };
 }
 
-/** The backup to start from: spec.source.backupRef, checked, or the newest fitting one. */
-function pickBackup(d: OperationDeps, restore: MySQLRestore, index: ArchiveIndex, point: RecoveryPoint, ns: string): BackupCandidate {
+/**
+ * The backup to start from: spec.source.backupRef, checked, or the newest fitting one. Only a backup of
+ * the MySQLInstance the archive streams from: another server's GTID position can look covered by the
+ * archive (GTID sequences are per domain, not per server), and its data is not what the archived
+ * transactions apply to — restoring it would swap another server's tables into the target.
+ */
+function pickBackup(d: OperationDeps, restore: MySQLRestore, archive: MySQLBinlogArchive, index: ArchiveIndex, point: RecoveryPoint, ns: string): BackupCandidate {
   const ref = restore.spec.source?.backupRef;
+  const archived = archive.spec.instanceRef.name;
   if (!ref) {
-    const all = d.cache.list<MySQLBackup>(MySQLBackupKind.resource, { namespace: ns }).flatMap((b) => candidate(b) ?? []);
-    return chooseBackup(all, index, point, ns);
+    const all = d.cache
+      .list<MySQLBackup>(MySQLBackupKind.resource, { namespace: ns })
+      .filter((b) => b.spec.instanceRef.name === archived)
+      .flatMap((b) => candidate(b) ?? []);
+    return chooseBackup(all, index, point, `${ns} of MySQLInstance ${archived}`);
   }
-  const chosen = candidate(completedBackup(d, ns, ref.name));
+  const named = completedBackup(d, ns, ref.name);
+  if (named.spec.instanceRef.name !== archived) {
+    throw new Refused(
+      "NoBackupBeforePoint",
+      `MySQLBackup ${ref.name} is of MySQLInstance ${named.spec.instanceRef.name}, and MySQLBinlogArchive ${archive.metadata.name} archives MySQLInstance ${archived}: the archived transactions apply only to a backup of the server they were written on. Name a backup of ${archived}, or none`,
+    );
+  }
+  const chosen = candidate(named);
   if (!chosen) throw new Refused("NoBackupBeforePoint", `MySQLBackup ${ref.name} recorded no GTID position (binary log off when it was taken): no transaction can be replayed after it`);
   if (!snapshotBefore(chosen, point)) {
     throw new Refused("NoBackupBeforePoint", `MySQLBackup ${ref.name} was taken at ${chosen.snapshotTime.toISOString()} (GTID position "${chosen.position}"), after ${describePoint(point)}; name an earlier backup or none`);
@@ -127,7 +143,7 @@ export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore
   let files;
   try {
     index = await loadArchiveIndex(store);
-    backup = pickBackup(d, restore, index, point, ns);
+    backup = pickBackup(d, restore, archive, index, point, ns);
     files = planReplay(index, backup.position, point).files;
   } catch (err) {
     store.destroy();
