@@ -139,3 +139,10 @@ export async function databaseBytes(conn: mysql.Connection, database: string): P
 export async function dropDatabase(conn: mysql.Connection, database: string): Promise<void> {
   await conn.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database, "database")}`);
 }
+
+/** The tables whose CHECKSUM TABLE differs from `expected` (tableChecksums), each saying how. */
+export function differences(expected: Record<string, string>, got: Record<string, string>): string[] {
+  return Object.keys(expected)
+    .filter((t) => got[t] !== expected[t])
+    .map((t) => `${t}: ${got[t] ?? "missing"} instead of ${expected[t] ?? "?"}`);
+}

@@ -33,7 +33,7 @@ import { MySQLInstanceKind, quoteIdentifier } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLRestoreKind, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { s3Client, type EnvironmentInfo } from "../harness/index.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../support/kube.ts";
-import { benchTables, connect, createBenchDatabase, databaseBytes, dropDatabase, tableChecksums, type ServerLogin } from "./backup-dataset.ts";
+import { benchTables, connect, createBenchDatabase, differences, databaseBytes, dropDatabase, tableChecksums, type ServerLogin } from "./backup-dataset.ts";
 import { startManagerProcess, type ManagerHandle } from "./manager-handle.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
 import { pipelineBackup, pipelineRestore } from "./dump-pipeline.ts";
@@ -64,12 +64,6 @@ const count = (n: number) => n.toLocaleString("en-US");
 const mb = (bytes: number) => bytes / 1e6;
 const mib = (bytes: number) => bytes / 2 ** 20;
 const load1 = () => Number((loadavg()[0] ?? 0).toFixed(2));
-
-function differences(expected: Record<string, string>, got: Record<string, string>): string[] {
-  return Object.keys(expected)
-    .filter((t) => got[t] !== expected[t])
-    .map((t) => `${t}: ${got[t] ?? "missing"} instead of ${expected[t] ?? "?"}`);
-}
 
 /**
  * The MariaDB server's pid, to count its CPU time: the harness's own server,

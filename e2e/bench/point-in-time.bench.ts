@@ -43,7 +43,7 @@ import { s3Client, startMariaDB, stopMariaDB, type EnvironmentInfo } from "../ha
 import { createBackupPrerequisites } from "../support/backup-setup.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../support/kube.ts";
 import { waitFor } from "../support/wait.ts";
-import { benchTables, connect, createBenchDatabase, dropDatabase, tableChecksums, type ServerLogin } from "./backup-dataset.ts";
+import { benchTables, connect, createBenchDatabase, differences, dropDatabase, tableChecksums, type ServerLogin } from "./backup-dataset.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
 import { pipelineBinlogReplay } from "./dump-pipeline.ts";
 import { startManagerProcess, type ManagerHandle } from "./manager-handle.ts";
@@ -78,12 +78,6 @@ const mib = (bytes: number) => bytes / 2 ** 20;
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-}
-
-function differences(expected: Record<string, string>, got: Record<string, string>): string[] {
-  return Object.keys(expected)
-    .filter((t) => got[t] !== expected[t])
-    .map((t) => `${t}: ${got[t] ?? "missing"} instead of ${expected[t] ?? "?"}`);
 }
 
 /** WRITERS clients committing single-row transactions until `until`; resolves with how many committed. */
