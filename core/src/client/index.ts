@@ -24,3 +24,4 @@ export {
 export { builtin, resourcePath, resourceType, type ResourceType } from "./resource.ts";
 export { NameConflictError, applyIfChanged, checkControlled, controllerReference, isControlledBy, isSubset } from "./owned.ts";
 export { kubeMicroTime, kubeTime } from "./time.ts";
+export { compareQuantity, quantityValue } from "./quantity.ts";

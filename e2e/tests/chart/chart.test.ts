@@ -216,6 +216,9 @@ describe("helm lint and helm template", () => {
     });
     expect(deployment.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } });
     expect(c.env).toContainEqual({ name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } });
+    // /tmp, where a point-in-time restore downloads its binlog files, and its size told to the manager (it refuses what would not fit).
+    expect((deployment.spec.template.spec as { volumes?: unknown[] }).volumes).toContainEqual({ name: "tmp", emptyDir: { sizeLimit: "4Gi" } });
+    expect(c.env).toContainEqual({ name: "STATEWARD_SCRATCH_LIMIT", value: "4Gi" });
     expect(c.resources?.requests).toMatchObject({ cpu: "50m", memory: "128Mi" });
     expect(c.resources?.limits).toMatchObject({ memory: "512Mi" });
 

@@ -356,6 +356,20 @@ describe("MySQLRestore.pointInTime", () => {
       }
     }, 180_000);
 
+    it("binlog files larger than the manager's scratch space: ScratchSpaceTooSmall before anything is downloaded", async () => {
+      // The chart passes its /tmp emptyDir's sizeLimit (scratchSizeLimit) as STATEWARD_SCRATCH_LIMIT; this manager runs in-process.
+      process.env.STATEWARD_SCRATCH_LIMIT = "1Ki";
+      try {
+        await client.create<MySQLRestore>(RS, pointInTimeRestore("no-room", { gtid: checkpoint.gtid }));
+        const message = await failedWith("no-room", "ScratchSpaceTooSmall");
+        expect(message).toMatch(/^the replay needs [\d.]+ (KiB|MiB) of archived binlog \(\d+ files\)/);
+        expect(message).toContain("STATEWARD_SCRATCH_LIMIT 1Ki: the chart's scratchSizeLimit");
+        expect(await fingerprint(admin, db)).toEqual(before);
+      } finally {
+        delete process.env.STATEWARD_SCRATCH_LIMIT;
+      }
+    }, 90_000);
+
     it("a point before any backup: NoBackupBeforePoint", async () => {
       const backup = await client.get<MySQLBackup>(BK, ns, "full");
       const point = new Date(Date.parse(backup.status?.snapshotTime ?? "") - 2000);

@@ -1,8 +1,10 @@
+import { statfs } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import type { MySQLBinlogArchive } from "../api.ts";
 import { BackupError } from "../errors.ts";
 import { NotReady, Refused } from "./operation-reconciler.ts";
-import { coversBackup, notArchived } from "./point-in-time.ts";
+import { coversBackup, notArchived, scratchRoom } from "./point-in-time.ts";
 
 const archive = { metadata: { name: "arch" }, spec: { rotation: { maxFileAgeSeconds: 30 } } } as unknown as MySQLBinlogArchive;
 const err = new BackupError("PointNotArchived", "2026-12-02T03:00:00Z is past what is archived");
@@ -38,5 +40,22 @@ describe("coversBackup", () => {
     expect(coversBackup(["shop"], ["shop", "crm"])).toBe(false);
     // A backup of every database holds what its manifest says: a list is taken as a part.
     expect(coversBackup(["shop"], undefined)).toBe(false);
+  });
+});
+
+describe("scratchRoom", () => {
+  it("is the configured limit when it is below the free space, and says where it comes from", async () => {
+    expect(await scratchRoom({ STATEWARD_SCRATCH_LIMIT: "1Ki" })).toEqual({ bytes: 1024, bound: "its scratch space limit (STATEWARD_SCRATCH_LIMIT 1Ki: the chart's scratchSizeLimit)" });
+  });
+
+  it("is the filesystem's free space without a limit, with a limit above it, or with one that is not a quantity", async () => {
+    const fs = await statfs(tmpdir());
+    const free = fs.bavail * fs.bsize;
+    for (const env of [{}, { STATEWARD_SCRATCH_LIMIT: "1000Ti" }, { STATEWARD_SCRATCH_LIMIT: "lots" }]) {
+      const room = await scratchRoom(env);
+      expect(room.bound).toBe(`the free space of ${tmpdir()}`);
+      // The free space moves with whatever else writes there: within 64 MiB of what was read just before.
+      expect(Math.abs(room.bytes - free)).toBeLessThan(64 * 2 ** 20);
+    }
   });
 });

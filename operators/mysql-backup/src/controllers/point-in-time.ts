@@ -20,7 +20,9 @@
 // and then fails with what the archive has reached. A time after an idle
 // server's last write is reached once the archive records itself current
 // after it (index.json currentAt, archive-index.ts).
-import type { ReconcileContext } from "@stateward/core";
+import { statfs } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { quantityValue, type ReconcileContext } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLBinlogArchiveKind, type MySQLBackup, type MySQLBinlogArchive, type MySQLRestore } from "../api.ts";
 import type { ArchiveIndex } from "../binlog/archive-index.ts";
@@ -96,6 +98,34 @@ function pickBackup(d: OperationDeps, restore: MySQLRestore, archive: MySQLBinlo
   return chosen;
 }
 
+/**
+ * The bytes a restore may download into the manager's scratch space (os.tmpdir(), where
+ * restore/point-in-time.ts puts the binlog files it replays): what the filesystem has free, and at
+ * most STATEWARD_SCRATCH_LIMIT (a quantity: the chart's emptyDir sizeLimit, which the filesystem
+ * does not show — a pod that writes past it is evicted, and its successor would start the same
+ * download again).
+ */
+export async function scratchRoom(env: NodeJS.ProcessEnv = process.env): Promise<{ bytes: number; bound: string }> {
+  const fs = await statfs(tmpdir());
+  const free = fs.bavail * fs.bsize;
+  const configured = env.STATEWARD_SCRATCH_LIMIT;
+  const limit = configured === undefined || configured === "" ? Number.NaN : quantityValue(configured);
+  if (Number.isFinite(limit) && limit < free) return { bytes: limit, bound: `its scratch space limit (STATEWARD_SCRATCH_LIMIT ${configured}: the chart's scratchSizeLimit)` };
+  return { bytes: free, bound: `the free space of ${tmpdir()}` };
+}
+
+/** Refuses, before anything is downloaded, a plan whose binlog files would not fit in the scratch space. */
+async function refuseBeyondScratch(bytes: number, files: number): Promise<void> {
+  const room = await scratchRoom();
+  if (bytes <= room.bytes) return;
+  const size = (n: number) => (n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`);
+  throw new Refused(
+    "ScratchSpaceTooSmall",
+    `the replay needs ${size(bytes)} of archived binlog (${files} files), downloaded and verified in the manager's scratch space before the target is touched, ` +
+      `which is more than ${room.bound} allows, ${size(room.bytes)}. Raise the chart's scratchSizeLimit, or restore from a backup closer to the point (fewer files to replay)`,
+  );
+}
+
 /** Refused or waited for: what planReplay and the index read throw when the archive does not reach the point. */
 export function notArchived(err: unknown, archive: MySQLBinlogArchive, point: RecoveryPoint, created: Date, index: ArchiveIndex | undefined): Error {
   const maxAgeMs = (archive.spec.rotation?.maxFileAgeSeconds ?? DEFAULT_MAX_FILE_AGE_SECONDS) * 1000 + ARCHIVE_CATCH_UP_MARGIN_MS;
@@ -144,7 +174,9 @@ export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore
   try {
     index = await loadArchiveIndex(store);
     backup = pickBackup(d, restore, archive, index, point, ns);
-    files = planReplay(index, backup.position, point).files;
+    const plan = planReplay(index, backup.position, point);
+    files = plan.files;
+    await refuseBeyondScratch(plan.bytes, files.length);
   } catch (err) {
     store.destroy();
     if (isBackupError(err) && err.reason === "PointNotArchived") throw notArchived(err, archive, point, created, index);

@@ -34,7 +34,7 @@
 //   8. status       members, phase, conditions (status-report.ts); requeued
 //                   while not converged, and every 30 s after to keep
 //                   replication state fresh
-import { NameConflictError, builtin, findCondition, readyStatus, writeStatus, type KubeObject, type ReconcileContext, type Reconciler, type Request, type Result } from "@stateward/core";
+import { NameConflictError, builtin, compareQuantity, findCondition, readyStatus, writeStatus, type KubeObject, type ReconcileContext, type Reconciler, type Request, type Result } from "@stateward/core";
 import type { Flavor, InstanceConnection } from "@stateward/mysql";
 import { DEFAULT_IMAGE, DEFAULT_REPLICAS, MySQLClusterKind, STEADY_REQUEUE_MS, type MySQLCluster } from "../api.ts";
 import { flavorOfImage } from "../config/my-cnf.ts";
@@ -42,7 +42,6 @@ import { connectMember, memberPoolName } from "../replication/members.ts";
 import type { Selection } from "../replication/primary-selection.ts";
 import { clusterNames, ordinalOf, podName } from "../resources/names.ts";
 import { MY_CNF_KEY, configHash, configMap } from "../resources/objects.ts";
-import { compareQuantity } from "../resources/quantity.ts";
 import { ConfigCheck } from "./config-check.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
 import { SEMI_SYNC_CONDITION, reportSemiSyncChange, semiSyncCondition, semiSyncWish } from "./durability.ts";

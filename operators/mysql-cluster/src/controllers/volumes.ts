@@ -15,10 +15,9 @@
 // is below the size (a driver that expands offline waits for the pod to
 // restart: FileSystemResizePending), True once every claim has it. The
 // condition appears with the first resize; a cluster never resized has none.
-import { builtin, findCondition, isForbidden, isInvalid, isNotFound, type ConditionUpdate, type EventRecorder, type KubeClient, type KubeObject } from "@stateward/core";
+import { builtin, compareQuantity, findCondition, isForbidden, isInvalid, isNotFound, type ConditionUpdate, type EventRecorder, type KubeClient, type KubeObject } from "@stateward/core";
 import type { MySQLCluster } from "../api.ts";
 import { clusterNames, ordinalOf, selectorString } from "../resources/names.ts";
-import { compareQuantity } from "../resources/quantity.ts";
 
 export const STORAGE_CONDITION = "StorageResized";
 /** The claim template's name; a pod's claim is data-<pod>. */

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import type { MySQLCluster } from "../api.ts";
-import { compareQuantity } from "./quantity.ts";
 import { ordinalOf, podHost, primaryHost } from "./names.ts";
 import { generatedSecret, primaryService, publishedInstance, readOnlyService, rootSecretRef, statefulSet } from "./objects.ts";
 
@@ -46,11 +45,5 @@ describe("owned objects", () => {
     expect(ordinalOf("shop", "shop-12")).toBe(12);
     expect(ordinalOf("shop", "shop-01")).toBeUndefined();
     expect(ordinalOf("shop", "shopx-1")).toBeUndefined();
-  });
-
-  it("compares quantities", () => {
-    expect(compareQuantity("1Gi", "1024Mi")).toBe(0);
-    expect(compareQuantity("1G", "1Gi")).toBeLessThan(0);
-    expect(compareQuantity("20Gi", "10Gi")).toBeGreaterThan(0);
   });
 });
