@@ -10,14 +10,8 @@ import { parseArgs } from "node:util";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { Manager, createLogger, crdToYaml, uniqueKinds, type LogLevel } from "@stateward/core";
-import { backup, backupUsage } from "./commands/backup.ts";
 import { EXIT, exitCodeOf, messageOf } from "./commands/common.ts";
-import { restore, restoreUsage } from "./commands/restore.ts";
-import { status, statusUsage } from "./commands/status.ts";
-import { switchover, switchoverUsage } from "./commands/switchover.ts";
-import { version, versionUsage } from "./commands/version.ts";
 import { UsageError, selectOperators } from "./operators.ts";
-import { releaseUsage } from "./release-finalizers-usage.ts";
 
 const usage = `Usage: stateward COMMAND [flags]      (stateward help COMMAND, or COMMAND --help, for its flags)
 
@@ -158,16 +152,31 @@ async function crds(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** The commands with their own usage, shown by `COMMAND --help` and `help COMMAND` and after a usage error. */
-const commands: Record<string, { usage: string; run: (argv: string[]) => Promise<number> }> = {
-  status: { usage: statusUsage, run: (a) => status(a) },
-  backup: { usage: backupUsage, run: (a) => backup(a) },
-  restore: { usage: restoreUsage, run: (a) => restore(a) },
-  switchover: { usage: switchoverUsage, run: (a) => switchover(a) },
-  // Imported when run: it names every operator's finalizers, so it loads every operator (mysql-backup: the AWS SDK).
-  "release-finalizers": { usage: releaseUsage, run: async (a) => (await import("./release-finalizers.ts")).releaseFinalizers(a) },
-  version: { usage: versionUsage, run: (a) => version(a) },
+/** A subcommand: its usage (shown by `COMMAND --help`, `help COMMAND` and after a usage error) and what it does. */
+interface Command {
+  usage: string;
+  run: (argv: string[]) => Promise<number>;
+}
+
+/**
+ * The subcommands, each imported only when it is used: they name the operators'
+ * kinds (backup: mysql-backup, which loads the AWS SDK; switchover: mysql-cluster),
+ * and the manager (`run --operators database-user`) must load none of that
+ * (docs/performance.md, finding 2; commands.test.ts holds it).
+ */
+const commands: Record<string, () => Promise<Command>> = {
+  status: async () => import("./commands/status.ts").then((m) => ({ usage: m.statusUsage, run: m.status })),
+  backup: async () => import("./commands/backup.ts").then((m) => ({ usage: m.backupUsage, run: m.backup })),
+  restore: async () => import("./commands/restore.ts").then((m) => ({ usage: m.restoreUsage, run: m.restore })),
+  switchover: async () => import("./commands/switchover.ts").then((m) => ({ usage: m.switchoverUsage, run: m.switchover })),
+  "release-finalizers": async () => import("./release-finalizers.ts").then((m) => ({ usage: m.releaseUsage, run: m.releaseFinalizers })),
+  version: async () => import("./commands/version.ts").then((m) => ({ usage: m.versionUsage, run: m.version })),
 };
+
+/** The subcommand named `name`, or undefined for `run`, `crds`, `help` and unknown names. */
+async function subcommand(name: string | undefined): Promise<Command | undefined> {
+  return name !== undefined && Object.hasOwn(commands, name) ? commands[name]!() : undefined;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -181,14 +190,15 @@ async function main(argv: string[]): Promise<number> {
     case "-h":
     case undefined: {
       const topic = command === "help" ? rest[0] : undefined;
-      if (topic !== undefined && !(topic in commands) && topic !== "run" && topic !== "crds") throw new UsageError(`unknown command "${topic}"`);
-      process.stdout.write(topic !== undefined && topic in commands ? (commands[topic]?.usage ?? usage) : usage);
+      const sub = await subcommand(topic);
+      if (topic !== undefined && !sub && topic !== "run" && topic !== "crds") throw new UsageError(`unknown command "${topic}"`);
+      process.stdout.write(sub?.usage ?? usage);
       return command === undefined ? EXIT.usage : EXIT.ok;
     }
     case "--version":
-      return version(["--client", ...rest]);
+      return (await import("./commands/version.ts")).version(["--client", ...rest]);
     default: {
-      const sub = commands[command];
+      const sub = await subcommand(command);
       if (!sub) throw new UsageError(`unknown command "${command}"`);
       if (rest.includes("--help") || rest.includes("-h")) {
         process.stdout.write(sub.usage);
@@ -201,12 +211,12 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (err: unknown) => {
+  async (err: unknown) => {
     // The manager (run) keeps exiting 1 on any failure, as its Deployment and scripts expect.
     const command = process.argv[2];
     const code = (command === "run" || command === "crds") && exitCodeOf(err) !== EXIT.usage ? EXIT.failed : exitCodeOf(err);
     if (code === EXIT.usage) {
-      const sub = commands[command ?? ""];
+      const sub = await subcommand(command);
       process.stderr.write(`stateward: ${messageOf(err)}\n\n${sub ? sub.usage : usage}`);
     } else {
       process.stderr.write(`stateward: ${messageOf(err)}\n`);

@@ -3,7 +3,8 @@
 // (text for people, --output json|yaml for scripts), the exit codes, and the
 // loop that follows a long operation until it ends.
 import { readFileSync } from "node:fs";
-import { KubeConfig } from "@kubernetes/client-node";
+// config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
+import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { ApiError, KubeClient, findCondition, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
 import { stringify } from "yaml";
 import { UsageError, allKinds } from "../operators.ts";
