@@ -117,8 +117,8 @@ build: $(DEPS_STAMP) ## compile the `stateward` command to JavaScript (each pack
 	node hack/build.ts
 
 .PHONY: run-dist
-run-dist: build ## the compiled manager, as the image runs it (stateward run $(ARGS))
-	node --conditions=stateward-dist cli/dist/main.js run $(ARGS)
+run-dist: build ## the compiled manager, as the image runs it (its ENTRYPOINT's flags; stateward run $(ARGS))
+	node --max-semi-space-size=2 --heap-growing-percent=50 --conditions=stateward-dist cli/dist/main.js run $(ARGS)
 
 .PHONY: run
 run: $(DEPS_STAMP) ## the manager against the current kube context (stateward run $(ARGS))

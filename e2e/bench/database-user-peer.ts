@@ -5,7 +5,8 @@
 // is built with Go into the cache (never into the repository), and its driver
 // runs the same workload — N Secrets + DatabaseUsers, 20 creates in flight, all
 // Ready, a rotation, one DELETE collection — once against the peer and once
-// against `stateward run --operators database-user` as a separate process, on
+// against `stateward run --operators database-user` as a separate process (the image's
+// command line: compiled, with its V8 flags; support/image-command.ts), on
 // the environment's control plane and MariaDB. Both managers are measured the
 // same way, from /proc (CPU, peak RSS) and their own /metrics (API requests,
 // reconciles); SQL per user is MariaDB's server-wide Questions counter.
@@ -17,6 +18,7 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync } from "node:fs"
 import { dirname, join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { cacheDir, repoRoot, type EnvironmentInfo } from "../harness/index.ts";
+import { imageCommand } from "../support/image-command.ts";
 import type { BenchRow } from "./benchmark.ts";
 
 /** What the peer's driver writes with --json (the fields used here). */
@@ -93,7 +95,10 @@ export async function comparePeer(env: EnvironmentInfo, users: number): Promise<
   const driverEnv = { ...process.env, KUBECONFIG: env.kubeconfig, MYSQL_ROOT_PASSWORD: env.mysql.password };
   const runs: Record<"peer" | "ours", string[]> = {
     peer: [join(bin, "manager"), "--namespace", "{ns}", "--health-probe-bind-address", "0", "--metrics-bind-address", "127.0.0.1:{metrics-port}"],
-    ours: [process.execPath, "cli/src/main.ts", "run", "--operators", "database-user", "--namespaces", "{ns}", "--metrics-addr", "127.0.0.1:{metrics-port}", "--health-addr", "0"],
+    // As the image runs it: compiled, with its V8 memory flags (the peer, too, is a compiled binary).
+    ours: (({ command, args }) => [command, ...args])(
+      imageCommand(["run", "--operators", "database-user", "--namespaces", "{ns}", "--metrics-addr", "127.0.0.1:{metrics-port}", "--health-addr", "0"]),
+    ),
   };
   const results: Partial<Record<"peer" | "ours", DriverResult>> = {};
   const failures: string[] = [];

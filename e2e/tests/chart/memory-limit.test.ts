@@ -1,5 +1,6 @@
 // The manager within the chart's default memory limit (issue #19, "memory bounded by
-// configuration, not by luck"): `stateward run --operators database-user,mysql-backup` as a
+// configuration, not by luck"): `stateward run --operators database-user,mysql-backup` as the
+// image runs it (compiled, with its ENTRYPOINT's V8 flags; support/image-command.ts), as a
 // process of its own, in a memory cgroup of the limit the chart's Deployment sets
 // (resources.limits.memory, 512Mi by default) with the heap setting it gives
 // (NODE_OPTIONS=--max-old-space-size, 5/8 of the limit), both read from `helm template` of
@@ -22,11 +23,12 @@ import { MySQLBackupKind, type BackupManifest, type MySQLBackup } from "@statewa
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createBenchDatabase, dropDatabase, wideShape } from "../../bench/backup-dataset.ts";
 import { residentMemory } from "../../bench/process-usage.ts";
-import { logTail, repoRoot, s3Client } from "../../harness/index.ts";
+import { logTail, s3Client } from "../../harness/index.ts";
 import { removeChartScratch } from "../../support/chart.ts";
 import { chartMemoryDefaults } from "../../support/chart-memory.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
 import { createDatabaseUsers, databaseUserReady, inParallel } from "../../support/database-users.ts";
+import { imageCommand } from "../../support/image-command.ts";
 import { deleteNamespace, freshNamespace, testClient, waitGone } from "../../support/kube.ts";
 import { createMemoryCgroup, memoryCgroupUnavailable, type MemoryCgroup, type MemoryCgroupUsage } from "../../support/memory-cgroup.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -95,9 +97,11 @@ beforeAll(async () => {
   generated = createBenchDatabase(root, database, ROWS_PER_TABLE, wideShape);
   generated.catch(() => undefined);
   const fd = openSync(logFile, "a");
-  const run = cgroup.wrap(process.execPath, [join(repoRoot, "cli", "src", "main.ts"), "run", "--kubeconfig", env.kubeconfig,
+  // The image's command line (compiled, its V8 flags) with the chart's NODE_OPTIONS: the manager as a pod runs it.
+  const image = imageCommand(["run", "--kubeconfig", env.kubeconfig,
     "--namespaces", ns, "--operators", "database-user,mysql-backup", "--health-addr", "0", "--metrics-addr", "0"]);
-  manager = spawn(run.command, run.args, { stdio: ["ignore", fd, fd], env: { ...process.env, NODE_OPTIONS: heapOption } });
+  const run = cgroup.wrap(image.command, image.args);
+  manager = spawn(run.command, run.args, { cwd: image.cwd, stdio: ["ignore", fd, fd], env: { ...process.env, NODE_OPTIONS: heapOption } });
   closeSync(fd);
   const child = manager;
   managerExit = new Promise((resolve) => child.once("exit", (code, signal) => resolve(signal ?? `code ${code}`)));

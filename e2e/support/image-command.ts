@@ -1,0 +1,36 @@
+// The manager's command line as the image runs it: the Dockerfile's ENTRYPOINT — node
+// with the V8 memory flags the image ships, `--conditions=stateward-dist`, the compiled
+// cli/dist/main.js — with this process's node binary. Benchmarks and the memory tests
+// measure the manager as users run it, not the .ts sources under the type stripper
+// (docs/performance.md). The Dockerfile stays the one place those flags are written.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot } from "../harness/index.ts";
+
+/** The ENTRYPOINT of a Dockerfile's last stage, in exec form, as an argv. */
+export function entrypointOf(dockerfile: string): string[] {
+  const lines = [...dockerfile.matchAll(/^ENTRYPOINT\s+(\[.*\])\s*$/gm)];
+  const last = lines.at(-1);
+  if (!last) throw new Error("the Dockerfile has no ENTRYPOINT in exec form ([\"node\", ...])");
+  const argv = JSON.parse(last[1]!) as unknown;
+  if (!Array.isArray(argv) || argv.length < 2 || argv[0] !== "node" || !argv.every((a) => typeof a === "string")) {
+    throw new Error(`the Dockerfile's ENTRYPOINT is not ["node", ...]: ${last[1]}`);
+  }
+  return argv;
+}
+
+let built = false;
+
+/**
+ * Compiles the packages (`make build`: hack/build.ts, a few seconds) once per process
+ * and returns the image's command line, run from the repository's root, followed by `args`.
+ */
+export function imageCommand(args: string[]): { command: string; args: string[]; cwd: string } {
+  if (!built) {
+    execFileSync(process.execPath, [join(repoRoot, "hack", "build.ts")], { cwd: repoRoot, stdio: "ignore" });
+    built = true;
+  }
+  const [, ...nodeArgs] = entrypointOf(readFileSync(join(repoRoot, "Dockerfile"), "utf8"));
+  return { command: process.execPath, args: [...nodeArgs, ...args], cwd: repoRoot };
+}
