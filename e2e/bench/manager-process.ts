@@ -13,12 +13,16 @@
 // file. SIGTERM/SIGINT stop the manager gracefully, as `stateward run` does;
 // losing the parent (IPC disconnect) does too, so an interrupted benchmark
 // leaves no manager behind.
-import { KubeConfig } from "@kubernetes/client-node";
-import { Manager, createLogger, type OperatorModule, type RequestCounts, type RequestObservation } from "@stateward/core";
-import { databaseUserOperator } from "@stateward/operator-database-user";
-import { createMySQLBackupOperator } from "@stateward/operator-mysql-backup";
-import { createMySQLClusterOperator } from "@stateward/operator-mysql-cluster";
-import { sampleOperator } from "../sample-operator/module.ts";
+//
+// Like `stateward run`, it loads client-node's KubeConfig without the generated API
+// client (the CLI's module hook, registered before anything imports client-node) and
+// only the operators it runs, so that its RSS is what the command's would be.
+import { registerSlimClientNode } from "@stateward/cli";
+import type { OperatorModule, RequestCounts, RequestObservation } from "@stateward/core";
+
+registerSlimClientNode();
+const { KubeConfig } = await import("@kubernetes/client-node/dist/config.js");
+const { Manager, createLogger } = await import("@stateward/core");
 
 export interface ManagerProcessConfig {
   kubeconfig: string;
@@ -32,9 +36,16 @@ export interface ManagerProcessConfig {
   recordWrites?: boolean;
 }
 
-function operatorsOf(config: ManagerProcessConfig): OperatorModule[] {
-  if (config.operators === "mysql-backup") return [databaseUserOperator, createMySQLBackupOperator()];
-  if (config.operators === "mysql-cluster") return [createMySQLClusterOperator()];
+async function operatorsOf(config: ManagerProcessConfig): Promise<OperatorModule[]> {
+  if (config.operators === "mysql-backup") {
+    const [{ databaseUserOperator }, { createMySQLBackupOperator }] = await Promise.all([
+      import("@stateward/operator-database-user"),
+      import("@stateward/operator-mysql-backup"),
+    ]);
+    return [databaseUserOperator, createMySQLBackupOperator()];
+  }
+  if (config.operators === "mysql-cluster") return [(await import("@stateward/operator-mysql-cluster")).createMySQLClusterOperator()];
+  const { sampleOperator } = await import("../sample-operator/module.ts");
   return [sampleOperator({ maxConcurrentReconciles: config.operators.sample.maxConcurrentReconciles })];
 }
 
@@ -95,7 +106,7 @@ async function main(): Promise<void> {
     onRequest: (o: RequestObservation) => {
       if (recording && writeVerbs.has(o.verb) && writes.length < maxRecordedWrites) writes.push({ verb: o.verb, path: o.path, status: o.status });
     },
-  }).load(...operatorsOf(config));
+  }).load(...(await operatorsOf(config)));
 
   const gc = (globalThis as { gc?: () => void }).gc;
   const stats = (collect = false): ManagerStats => {

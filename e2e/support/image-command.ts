@@ -20,6 +20,16 @@ export function entrypointOf(dockerfile: string): string[] {
   return argv;
 }
 
+/**
+ * The node options of the image's ENTRYPOINT that size V8's heap (all but
+ * `--conditions`): for managers the benchmarks fork from the .ts sources, so
+ * that their memory figures are the image's.
+ */
+export function imageHeapFlags(): string[] {
+  const [, ...nodeArgs] = entrypointOf(readFileSync(join(repoRoot, "Dockerfile"), "utf8"));
+  return nodeArgs.filter((a) => a.startsWith("--") && !a.startsWith("--conditions"));
+}
+
 let built = false;
 
 /**
