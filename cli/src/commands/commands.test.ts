@@ -1,3 +1,4 @@
+import { ApiConnectionError } from "@stateward/core";
 import type { MySQLBackup, MySQLBackupSchedule } from "@stateward/operator-mysql-backup";
 import type { MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { describe, expect, it } from "vitest";
@@ -146,7 +147,8 @@ describe("common", () => {
   it("maps what happened to an exit code", () => {
     expect(exitCodeOf(new UsageError("x"))).toBe(EXIT.usage);
     expect(exitCodeOf(new CommandError(EXIT.timeout, "x"))).toBe(3);
-    expect(exitCodeOf(new TypeError("fetch failed"))).toBe(EXIT.api);
+    expect(exitCodeOf(new ApiConnectionError("https://127.0.0.1:1", Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" })))).toBe(EXIT.api);
+    expect(exitCodeOf(new DOMException("The operation was aborted due to timeout", "TimeoutError"))).toBe(EXIT.api);
     expect(exitCodeOf(new Error("x"))).toBe(EXIT.failed);
   });
 

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { ApiError, KubeClient, findCondition, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
+import { ApiConnectionError, ApiError, KubeClient, findCondition, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
 import { stringify } from "yaml";
 import { UsageError, allKinds } from "../operators.ts";
 
@@ -47,15 +47,15 @@ export function exitCodeOf(err: unknown): number {
   if (err instanceof UsageError) return EXIT.usage;
   if (err instanceof TypeError && "code" in err && String(err.code).startsWith("ERR_PARSE_ARGS")) return EXIT.usage;
   if (err instanceof CommandError) return err.code;
-  if (err instanceof ApiError) return EXIT.api;
-  // undici's fetch fails with a TypeError ("fetch failed") whose cause is the socket error.
-  if (err instanceof TypeError && err.message === "fetch failed") return EXIT.api;
+  if (err instanceof ApiError || err instanceof ApiConnectionError) return EXIT.api;
+  // The request's own timeout (KubeClient's requestTimeoutMs): the API did not answer.
+  if (err instanceof DOMException && err.name === "TimeoutError") return EXIT.api;
   return EXIT.failed;
 }
 
 /** The message printed for an error that ended a command. */
 export function messageOf(err: unknown): string {
-  if (err instanceof TypeError && err.message === "fetch failed" && err.cause instanceof Error) return `cannot reach the Kubernetes API: ${err.cause.message}`;
+  if (err instanceof DOMException && err.name === "TimeoutError") return `the Kubernetes API did not answer in time (${err.message})`;
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -34,3 +34,18 @@ export const isAlreadyExists = (err: unknown): boolean => hasStatus(err, 409) &&
 export const isGone = (err: unknown): boolean => hasStatus(err, 410);
 export const isInvalid = (err: unknown): boolean => hasStatus(err, 422);
 export const isForbidden = (err: unknown): boolean => hasStatus(err, 403);
+
+/**
+ * The API server could not be reached or the connection failed before a whole answer
+ * (refused, reset, TLS, DNS, undici's headers or body timeout); the socket error is the
+ * cause. Not an abort: a request whose signal aborted (its timeout included) fails with
+ * the signal's reason, a DOMException "TimeoutError" or "AbortError".
+ */
+export class ApiConnectionError extends Error {
+  override name = "ApiConnectionError";
+  readonly code: string;
+  constructor(server: string, cause: Error & { code?: string }) {
+    super(`cannot reach the Kubernetes API at ${server}: ${cause.message || cause.code || cause.name}`, { cause });
+    this.code = cause.code ?? "";
+  }
+}

@@ -1,4 +1,4 @@
-export { ApiError, isAlreadyExists, isConflict, isForbidden, isGone, isInvalid, isNotFound } from "./errors.ts";
+export { ApiConnectionError, ApiError, isAlreadyExists, isConflict, isForbidden, isGone, isInvalid, isNotFound } from "./errors.ts";
 export {
   KubeClient,
   type CallOptions,

@@ -1,14 +1,16 @@
 // A small REST client for the Kubernetes API on top of client-node's
 // KubeConfig (which handles kubeconfig files, in-cluster config, client
-// certificates, tokens and exec plugins) and undici. It exposes exactly the
+// certificates, tokens and exec plugins) and undici's request API (not its fetch:
+// WHATWG Request/Response objects and web streams cost ~0.4 ms more CPU per request,
+// docs/performance.md). It exposes exactly the
 // verbs a controller runtime needs — paged list, watch with bookmarks,
 // optimistic-concurrency update, status subresource, merge patch, server-side
 // apply — and reports every request to an optional observer (metrics, tests
 // that count writes).
 import type { KubeConfig } from "@kubernetes/client-node";
-import { fetch, type Dispatcher, type Response } from "undici";
+import { request, type Dispatcher } from "undici";
 import { ApiConnections } from "./connections.ts";
-import { ApiError } from "./errors.ts";
+import { ApiConnectionError, ApiError } from "./errors.ts";
 import type { KubeList, KubeObject } from "./object.ts";
 import { resourcePath, type ResourceType } from "./resource.ts";
 
@@ -130,9 +132,9 @@ export class KubeClient {
     return new URL(this.server).host;
   }
 
-  private async send(method: string, path: string, opts: RequestOptions, stream: true): Promise<{ res: Response; dispatcher: Dispatcher }>;
-  private async send(method: string, path: string, opts: RequestOptions, stream: false): Promise<{ res: Response }>;
-  private async send(method: string, path: string, opts: RequestOptions, stream: boolean): Promise<{ res: Response; dispatcher?: Dispatcher }> {
+  private async send(method: string, path: string, opts: RequestOptions, stream: true): Promise<{ res: Answer; dispatcher: Dispatcher }>;
+  private async send(method: string, path: string, opts: RequestOptions, stream: false): Promise<{ res: Answer }>;
+  private async send(method: string, path: string, opts: RequestOptions, stream: boolean): Promise<{ res: Answer; dispatcher?: Dispatcher }> {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     const credentials = await this.connections.credentials();
@@ -145,13 +147,16 @@ export class KubeClient {
     const signals = [opts.signal, stream ? undefined : AbortSignal.timeout(this.timeoutMs)].filter(
       (s): s is AbortSignal => s !== undefined,
     );
-    const signal = signals.length ? AbortSignal.any(signals) : undefined;
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     const started = performance.now();
     const verb = opts.verb ?? (method as Verb);
     const dispatcher = stream ? await this.connections.forWatch() : await this.connections.pool(credentials.material);
-    const attempt = () => fetch(url, { method, headers, body, signal, dispatcher });
+    const attempt = () =>
+      request(url, { method: method as Dispatcher.HttpMethod, headers, body, signal, dispatcher }).catch((err: unknown) => {
+        throw this.transportError(err, signal);
+      });
     try {
-      let res: Response;
+      let res: Answer;
       try {
         res = await attempt();
       } catch (err) {
@@ -161,7 +166,7 @@ export class KubeClient {
         if (stream || method !== "GET" || !connectionLost(err) || signal?.aborted) throw err;
         res = await attempt();
       }
-      this.observe?.({ verb, path, status: res.status, seconds: (performance.now() - started) / 1000 });
+      this.observe?.({ verb, path, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
       return { res, dispatcher: stream ? dispatcher : undefined };
     } catch (err) {
       this.observe?.({ verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
@@ -171,17 +176,28 @@ export class KubeClient {
     }
   }
 
+  /**
+   * undici's error for a failed connection or answer becomes an ApiConnectionError (its cause);
+   * an aborted request's reason (its own timeout, the caller's signal) is thrown as it is.
+   */
+  private transportError(err: unknown, signal: AbortSignal | undefined): unknown {
+    if (signal?.aborted) return signal.reason ?? err;
+    if (err instanceof ApiConnectionError || !(err instanceof Error) || typeof (err as { code?: unknown }).code !== "string") return err;
+    return new ApiConnectionError(this.server, err);
+  }
+
   /** One request; parses JSON; throws ApiError for a non-2xx answer. */
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const { res } = await this.send(method, path, opts, false);
     let text: string;
     try {
-      text = await res.text();
+      text = await res.body.text();
     } catch (err) {
-      if (timedOut(err)) this.connections.renew("finish");
-      throw err;
+      const failure = this.transportError(err, opts.signal);
+      if (timedOut(failure)) this.connections.renew("finish");
+      throw failure;
     }
-    if (!res.ok) throw ApiError.fromBody(res.status, text, `${opts.verb ?? method} ${path}`);
+    if (!ok(res)) throw ApiError.fromBody(res.statusCode, text, `${opts.verb ?? method} ${path}`);
     return (text ? JSON.parse(text) : {}) as T;
   }
 
@@ -227,7 +243,7 @@ export class KubeClient {
     }, true);
     // The watch's own connection goes with it, whichever way it ends: a restarted watch opens a new one.
     try {
-      if (!res.ok || !res.body) throw ApiError.fromBody(res.status, await res.text(), `WATCH ${path}`);
+      if (!ok(res)) throw ApiError.fromBody(res.statusCode, await res.body.text(), `WATCH ${path}`);
       const decoder = new TextDecoder();
       let buffered = "";
       for await (const chunk of res.body) {
@@ -315,14 +331,18 @@ export class KubeClient {
 
 const LOST_CONNECTION = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
 
-/** fetch failed because the connection closed or reset under the request (undici's error is the cause). */
+/** An answer of undici's request API. */
+type Answer = Dispatcher.ResponseData;
+
+const ok = (res: Answer): boolean => res.statusCode >= 200 && res.statusCode < 300;
+
+/** The connection closed or reset under the request, before an answer. */
 function connectionLost(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: string } } | undefined)?.cause;
-  return LOST_CONNECTION.has(cause?.code ?? "");
+  return err instanceof ApiConnectionError && LOST_CONNECTION.has(err.code);
 }
 
 /** The request's own timeout, or undici's headers or body timeout. */
 function timedOut(err: unknown): boolean {
-  const e = err as { name?: string; cause?: { code?: string } } | undefined;
-  return e?.name === "TimeoutError" || e?.cause?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.cause?.code === "UND_ERR_BODY_TIMEOUT";
+  if (err instanceof ApiConnectionError) return err.code === "UND_ERR_HEADERS_TIMEOUT" || err.code === "UND_ERR_BODY_TIMEOUT";
+  return (err as { name?: string } | undefined)?.name === "TimeoutError";
 }
