@@ -152,7 +152,7 @@ export class KubeClient {
     const verb = opts.verb ?? (method as Verb);
     const dispatcher = stream ? await this.connections.forWatch() : await this.connections.pool(credentials.material);
     const attempt = () =>
-      request(url, { method: method as Dispatcher.HttpMethod, headers, body, signal, dispatcher }).catch((err: unknown) => {
+      request(url, { method, headers, body, signal, dispatcher }).catch((err: unknown) => {
         throw this.transportError(err, signal);
       });
     try {
