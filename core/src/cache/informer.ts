@@ -213,6 +213,10 @@ export class Informer<T extends KubeObject = KubeObject> {
   private apply(obj: T): void {
     const old = this.store.get(objectKey(obj));
     if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
+    // Not kept: no reconciler reads managedFields (server-side apply computes them on the
+    // server), and they are a third or more of a small object's JSON. An update sent without
+    // them leaves the server's as they are.
+    delete obj.metadata.managedFields;
     this.store.upsert(obj);
     this.emit(old ? { type: "update", obj, old } : { type: "add", obj });
   }

@@ -1,4 +1,4 @@
-// The cache against the real API server: paged lists, metadata-only caching.
+// The cache against the real API server: paged lists, metadata-only caching, no managedFields.
 import { Cache, KubeClient, builtin, type InformerEvent, type KubeObject } from "@stateward/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
@@ -45,6 +45,29 @@ describe("Cache", () => {
     await client.patch(builtin.secret, ns, "app-db", { stringData: { password: "s3cr3t-two" } });
     const update = await waitFor("update event", () => events.find((e) => e.type === "update" && e.obj.metadata.name === "app-db"));
     expect((update.obj as KubeObject & { data?: unknown }).data).toBeUndefined();
+    await cache.stop();
+  });
+
+  it("keeps no managedFields, and an update from a cached copy leaves the server's as they were", async () => {
+    await client.create(builtin.configMap, { metadata: { name: "managed", namespace: ns }, data: { a: "1" } } as KubeObject);
+    const cache = new Cache(new KubeClient({ kubeConfig: kubeConfigFrom(env.kubeconfig) }), { namespaces: [ns] });
+    cache.declare(builtin.configMap);
+    const events: InformerEvent<KubeObject>[] = [];
+    cache.onEvent(builtin.configMap, (e) => events.push(e));
+    cache.start();
+    await cache.waitForSync();
+    const listed = cache.get<KubeObject & { data?: Record<string, string> }>(builtin.configMap, ns, "managed");
+    expect(listed?.data).toEqual({ a: "1" });
+    expect(listed?.metadata.managedFields).toBeUndefined();
+
+    const edited = structuredClone(listed!);
+    edited.data = { a: "2" };
+    await client.update(builtin.configMap, edited);
+    const update = await waitFor("update event", () => events.find((e) => e.type === "update" && e.obj.metadata.name === "managed"));
+    expect((update.obj as KubeObject & { data?: Record<string, string> }).data).toEqual({ a: "2" });
+    expect(update.obj.metadata.managedFields).toBeUndefined();
+    const onServer = await client.get(builtin.configMap, ns, "managed");
+    expect(onServer.metadata.managedFields?.length ?? 0).toBeGreaterThan(0);
     await cache.stop();
   });
 });
