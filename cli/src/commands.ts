@@ -162,7 +162,7 @@ interface Command {
  * The subcommands, each imported only when it is used: they name the operators'
  * kinds (backup: mysql-backup, which loads the AWS SDK; switchover: mysql-cluster),
  * and the manager (`run --operators database-user`) must load none of that
- * (docs/performance.md, finding 2; commands.test.ts holds it).
+ * (docs/performance.md, finding 2; startup.test.ts holds it).
  */
 const commands: Record<string, () => Promise<Command>> = {
   status: async () => import("./commands/status.ts").then((m) => ({ usage: m.statusUsage, run: m.status })),

@@ -3,7 +3,7 @@
 // `run --operators database-user` manager must not load the AWS SDK, the other
 // operators, nor client-node's generated API client, whichever subcommands the CLI has.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -23,7 +23,7 @@ function loadedBy(args: string[]): { urls: string[]; stdout: string } {
      registerHooks({ resolve(s, c, next) { const r = next(s, c); appendFileSync(${JSON.stringify(out)}, r.url + "\\n"); return r; } });`,
   );
   const stdout = execFileSync(process.execPath, ["--import", hook, main, ...args], { encoding: "utf8" });
-  const urls = execFileSync("cat", [out], { encoding: "utf8" }).split("\n").filter(Boolean);
+  const urls = readFileSync(out, "utf8").split("\n").filter(Boolean);
   return { urls, stdout };
 }
 
