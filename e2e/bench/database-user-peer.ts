@@ -93,12 +93,11 @@ export async function comparePeer(env: EnvironmentInfo, users: number): Promise<
   const suffix = randomBytes(3).toString("hex");
   const crds = ["mysqlinstances", "databaseusers"].map((k) => join(repoRoot, "crds", `stateward.io_${k}.yaml`)).join(",");
   const driverEnv = { ...process.env, KUBECONFIG: env.kubeconfig, MYSQL_ROOT_PASSWORD: env.mysql.password };
+  const ourManager = imageCommand(["run", "--operators", "database-user", "--namespaces", "{ns}", "--metrics-addr", "127.0.0.1:{metrics-port}", "--health-addr", "0"]);
   const runs: Record<"peer" | "ours", string[]> = {
     peer: [join(bin, "manager"), "--namespace", "{ns}", "--health-probe-bind-address", "0", "--metrics-bind-address", "127.0.0.1:{metrics-port}"],
     // As the image runs it: compiled, with its V8 memory flags (the peer, too, is a compiled binary).
-    ours: (({ command, args }) => [command, ...args])(
-      imageCommand(["run", "--operators", "database-user", "--namespaces", "{ns}", "--metrics-addr", "127.0.0.1:{metrics-port}", "--health-addr", "0"]),
-    ),
+    ours: [ourManager.command, ...ourManager.args],
   };
   const results: Partial<Record<"peer" | "ours", DriverResult>> = {};
   const failures: string[] = [];

@@ -20,14 +20,18 @@ export function entrypointOf(dockerfile: string): string[] {
   return argv;
 }
 
+/** What the image passes to node: its options, then the compiled main.js. */
+function imageNodeArgs(): string[] {
+  return entrypointOf(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).slice(1);
+}
+
 /**
  * The node options of the image's ENTRYPOINT that size V8's heap (all but
  * `--conditions`): for managers the benchmarks fork from the .ts sources, so
  * that their memory figures are the image's.
  */
 export function imageHeapFlags(): string[] {
-  const [, ...nodeArgs] = entrypointOf(readFileSync(join(repoRoot, "Dockerfile"), "utf8"));
-  return nodeArgs.filter((a) => a.startsWith("--") && !a.startsWith("--conditions"));
+  return imageNodeArgs().filter((a) => a.startsWith("--") && !a.startsWith("--conditions"));
 }
 
 let built = false;
@@ -41,6 +45,5 @@ export function imageCommand(args: string[]): { command: string; args: string[];
     execFileSync(process.execPath, [join(repoRoot, "hack", "build.ts")], { cwd: repoRoot, stdio: "ignore" });
     built = true;
   }
-  const [, ...nodeArgs] = entrypointOf(readFileSync(join(repoRoot, "Dockerfile"), "utf8"));
-  return { command: process.execPath, args: [...nodeArgs, ...args], cwd: repoRoot };
+  return { command: process.execPath, args: [...imageNodeArgs(), ...args], cwd: repoRoot };
 }
