@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { mysqlFailure, withoutStatement } from "./connection.ts";
+import mysql from "mysql2";
+import { formatOnlyWithValues, mysqlFailure, withoutStatement } from "./connection.ts";
 
 const mysqlError = (code: string, message: string, sql?: string): Error => Object.assign(new Error(message), { code, ...(sql ? { sql } : {}) });
 
@@ -26,5 +27,20 @@ describe("MySQL errors", () => {
     expect(cause.sql).toBeUndefined();
     expect(cause.code).toBe("ER_DUP_ENTRY");
     expect(JSON.stringify(mysqlFailure(err, "apply", "x").cause)).not.toContain("SECRETHASH");
+  });
+});
+
+describe("formatOnlyWithValues (the connections' queryFormat)", () => {
+  it("sends a statement without values as written, placeholders and all", () => {
+    const statement = "INSERT INTO `t` VALUES (1,'?'),(2,?) /* ? */";
+    expect(formatOnlyWithValues(statement, undefined)).toBe(statement);
+    expect(formatOnlyWithValues(statement, [])).toBe(statement);
+  });
+
+  it("escapes values as mysql2's own format does", () => {
+    const values = ["it's", 42, null, Buffer.from([0, 0xff])];
+    const sql = "SELECT ?, ?, ?, ?";
+    expect(formatOnlyWithValues(sql, values, "Z")).toBe(mysql.format(sql, values, false, "Z"));
+    expect(formatOnlyWithValues(sql, values, "Z")).toBe("SELECT 'it\\'s', 42, NULL, X'00ff'");
   });
 });

@@ -1,7 +1,7 @@
 // MySQL connections of the engine (mysql2, callback API, so that result rows
 // can be streamed), with every MySQL error mapped to a BackupError whose
 // reason says what happened.
-import mysql, { type Connection, type QueryError, type RowDataPacket, type SslOptions } from "mysql2";
+import mysql, { type Connection, type QueryError, type RowDataPacket, type SqlValue, type SslOptions } from "mysql2";
 import { classifyMySQLError, type MySQLFailure } from "@stateward/mysql";
 import { BackupError, messageOf, type BackupFailureReason } from "../errors.ts";
 
@@ -99,6 +99,19 @@ export interface OpenOptions {
   charset?: "utf8mb4" | "binary";
 }
 
+/**
+ * mysql2's queryFormat for our connections: a statement without values goes
+ * out exactly as written. mysql2's default formats every statement, and with
+ * no values that scans all of it for `?` placeholders it has nothing to put
+ * in: 3.5 s of the manager's CPU per 1.2 GB a restore sends, the largest item
+ * of its profile after garbage collection. With values, it is mysql2's own
+ * format (values escaped, objects not stringified, dates in `timezone`).
+ */
+export function formatOnlyWithValues(sql: string, values: unknown, timezone?: string): string {
+  if (values === undefined || (Array.isArray(values) && values.length === 0)) return sql;
+  return mysql.format(sql, values as SqlValue[], false, timezone);
+}
+
 /** One connection; `query` for small results, `raw` for streaming. */
 export class MySQLSession {
   readonly raw: Connection;
@@ -148,6 +161,10 @@ export class MySQLSession {
       bigNumberStrings: true,
       dateStrings: true,
       multipleStatements: false,
+      queryFormat: formatOnlyWithValues,
+      // No stack captured at every query for the rare error that would use it (errors are
+      // classified by code and message), as for the operators' pools.
+      trace: false,
       // No LOAD DATA LOCAL (a hostile dump file must not read our files); no
       // IGNORE_SPACE, which the stock client does not set either and which
       // changes how the server parses names followed by a space; no session
