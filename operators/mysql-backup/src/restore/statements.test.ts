@@ -133,4 +133,14 @@ describe("StatementSplitter", () => {
     const everyByte = Array.from({ length: input.length - 1 }, (_, i) => i + 1);
     expect(splitInChunks(input, everyByte)).toEqual(expected);
   });
+
+  it("gives each statement its own bytes when large statements follow each other in chunks", () => {
+    // Sizes around the buffer the splitter reuses to join pieces (4 MiB): above it, below, again above.
+    const statements = [5 << 20, 100 << 10, 2 << 20, 6 << 20].map((size, i) => `INSERT INTO t VALUES ('${String.fromCharCode(97 + i).repeat(size)}')`);
+    const input = Buffer.from(statements.map((s) => `${s};\n`).join(""));
+    const cuts = Array.from({ length: Math.floor(input.length / 65_536) }, (_, i) => (i + 1) * 65_536);
+    const got = splitInChunks(input, cuts).map((s) => s.sql);
+    expect(got.length).toBe(statements.length);
+    got.forEach((sql, i) => expect(sql === statements[i], `statement ${i + 1}`).toBe(true));
+  });
 });

@@ -54,12 +54,36 @@ function isSpace(b: number): boolean {
 
 const delimiterKeyword = Buffer.from("delimiter");
 
+/**
+ * For a delimiter, the bytes that need no decision inside a statement (in the
+ * normal state, once it has content): everything but line breaks (counted),
+ * quotes, comment starts and the delimiter's first byte. Most bytes of an
+ * INSERT's rows are such bytes, and skipping them in a tight loop is what
+ * keeps the splitter off a restore's critical path.
+ */
+function plainBytesFor(delimiter: Buffer): Uint8Array {
+  const plain = new Uint8Array(256).fill(1);
+  for (const b of [NL, QUOTE, DQUOTE, BACKTICK, HASH, DASH, SLASH, delimiter[0] as number]) plain[b] = 0;
+  return plain;
+}
+
+/**
+ * Statements up to this size are put together in one buffer the splitter
+ * keeps, instead of a new one each: a restore's statements are about 1 MiB
+ * each, and fresh memory costs a page fault per 4 KiB (a third of the
+ * splitter's time, measured on a VM).
+ */
+const REUSED_BUFFER_MAX = 4 * 1024 * 1024;
+
 /** Incremental splitter: `push` chunks, then `end`; each returns the statements completed. */
 export class StatementSplitter {
   private delimiter: Buffer = Buffer.from(";");
+  private plain: Uint8Array = plainBytesFor(this.delimiter);
   private state: State = Scan.normal;
   /** Bytes of the current statement from earlier chunks. */
   private pieces: Buffer[] = [];
+  /** Where statements of several pieces are joined (see REUSED_BUFFER_MAX). */
+  private joinBuffer: Buffer = Buffer.alloc(0);
   /** Bytes not scanned yet because they need more input to be decided. */
   private carry: Buffer = Buffer.alloc(0);
   private hasContent = false;
@@ -85,10 +109,21 @@ export class StatementSplitter {
 
   /** The current statement, closed with `tail`; resets for the next one. */
   private take(tail: Buffer): Statement {
-    const bytes = this.pieces.length === 0 ? tail : Buffer.concat([...this.pieces, tail]);
+    const sql = this.pieces.length === 0 ? tail.toString("latin1") : this.joined(tail);
     this.pieces = [];
     this.hasContent = false;
-    return { sql: bytes.toString("latin1"), line: this.statementLine };
+    return { sql, line: this.statementLine };
+  }
+
+  /** The pieces and `tail` as one latin1 string. */
+  private joined(tail: Buffer): string {
+    const size = this.pieces.reduce((n, p) => n + p.length, tail.length);
+    if (size > REUSED_BUFFER_MAX) return Buffer.concat([...this.pieces, tail], size).toString("latin1");
+    if (this.joinBuffer.length < size) this.joinBuffer = Buffer.allocUnsafe(Math.min(REUSED_BUFFER_MAX, Math.max(size, 2 * this.joinBuffer.length)));
+    let at = 0;
+    for (const piece of this.pieces) at += piece.copy(this.joinBuffer, at);
+    tail.copy(this.joinBuffer, at);
+    return this.joinBuffer.toString("latin1", 0, size);
   }
 
   private scan(work: Buffer, final: boolean): Statement[] {
@@ -97,6 +132,7 @@ export class StatementSplitter {
     let segStart = 0;
     let i = 0;
     let d0 = this.delimiter[0];
+    let plain = this.plain;
     let state = this.state;
     // Stops the scan at `i`: the rest waits for more input (unless final).
     let needMore = false;
@@ -138,6 +174,7 @@ export class StatementSplitter {
           if (r !== undefined) {
             this.delimiter = r.delimiter;
             d0 = this.delimiter[0];
+            this.plain = plain = plainBytesFor(r.delimiter);
             this.pieces = [];
             i = r.next;
             segStart = i;
@@ -217,6 +254,8 @@ export class StatementSplitter {
           default:
             content();
             i += 1;
+            // Inside a statement now: run past the bytes that decide nothing.
+            while (i < n && plain[work[i] as number] === 1) i += 1;
             continue;
         }
         if (needMore) break;
