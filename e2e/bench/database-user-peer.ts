@@ -29,6 +29,8 @@ interface DriverResult {
   cpuSecondsEnd: number;
   vmHWMKiB: number;
   vmRSSAtReadyKiB: number;
+  /** RSS after the deletes, before the manager is stopped: idle, having done the whole run. */
+  vmRSSEndKiB: number;
   deleteSeconds: number;
   rotationSeconds: number;
   users: number;
@@ -148,6 +150,7 @@ export function comparisonRows(ours: DriverResult, peer: DriverResult): BenchRow
     vs("manager CPU, whole run", "s", (r) => r.cpuSecondsEnd),
     vs("manager peak RSS (VmHWM)", "MiB", (r) => MiB(r.vmHWMKiB)),
     vs("manager RSS at all Ready", "MiB", (r) => MiB(r.vmRSSAtReadyKiB)),
+    vs("manager RSS idle at the end (all deleted)", "MiB", (r) => MiB(r.vmRSSEndKiB)),
     vs("manager start -> MySQLInstance Ready", "s", (r) => r.startupSeconds),
     vs("rotation of one password (Secret update -> new password works)", "s", (r) => r.rotationSeconds),
     vs("delete all (DELETE collection -> all gone)", "s", (r) => r.deleteSeconds),
