@@ -116,10 +116,9 @@ function tableOf(object: ManifestObject): string {
  * which is in manifest order): the next part of a table no connection is
  * loading, else simply the next part. The parts of a table are consecutive
  * ranges of its primary key: loaded one after the other, every insert goes to
- * the end of the index; loaded side by side, one of them inserts into the middle
- * and splits pages there (the server's CPU for a restore of two tables on two
- * connections was 1.21× the single-connection pipeline's before this,
- * docs/performance.md).
+ * the end of the index; loaded side by side, one of them inserts into the
+ * middle. (Measured on two tables and two connections, the server's CPU
+ * changed little: docs/performance.md, finding 10.)
  */
 export function nextDataObject(pending: readonly ManifestObject[], loading: ReadonlyMap<string, number>): number {
   const free = pending.findIndex((o) => (loading.get(tableOf(o)) ?? 0) === 0);

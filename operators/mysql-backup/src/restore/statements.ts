@@ -70,8 +70,8 @@ function plainBytesFor(delimiter: Buffer): Uint8Array {
 /**
  * Statements up to this size are put together in one buffer the splitter
  * keeps, instead of a new one each: a restore's statements are about 1 MiB
- * each, and fresh memory costs a page fault per 4 KiB (a third of the
- * splitter's time, measured on a VM).
+ * each, and fresh memory costs a page fault per 4 KiB, which on a VM costs
+ * more than the copy (docs/performance.md, finding 10).
  */
 const REUSED_BUFFER_MAX = 4 * 1024 * 1024;
 
