@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ManifestObject } from "../storage/manifest.ts";
-import { forEachBounded, nextDataObject } from "./restore-run.ts";
+import { forEachBounded, nextDataObject, tableOf } from "./restore-run.ts";
 
 const part = (table: string, n: number, database = "shop"): ManifestObject => ({
   key: `${database}/${table}.${n}.sql.gz`,
@@ -18,11 +18,13 @@ const names = (objects: ManifestObject[]) => objects.map((o) => `${o.database}.$
 describe("which data object a free connection takes", () => {
   it("the next part of a table no connection is loading, else the next part", () => {
     const pending = [part("orders", 2), part("orders", 3), part("items", 1), part("items", 2)];
+    const orders = tableOf(part("orders", 1));
+    const items = tableOf(part("items", 1));
     expect(nextDataObject(pending, new Map())).toBe(0);
-    expect(nextDataObject(pending, new Map([["shop\u0000orders", 1]]))).toBe(2);
-    expect(nextDataObject(pending, new Map([["shop\u0000orders", 1], ["shop\u0000items", 1]]))).toBe(0);
+    expect(nextDataObject(pending, new Map([[orders, 1]]))).toBe(2);
+    expect(nextDataObject(pending, new Map([[orders, 1], [items, 1]]))).toBe(0);
     // The same table name in another database is another table.
-    expect(nextDataObject([part("orders", 1), part("orders", 1, "crm")], new Map([["shop\u0000orders", 1]]))).toBe(1);
+    expect(nextDataObject([part("orders", 1), part("orders", 1, "crm")], new Map([[orders, 1]]))).toBe(1);
   });
 
   it("loads the parts of two tables on two connections one table per connection, each in order", async () => {
@@ -34,7 +36,7 @@ describe("which data object a free connection takes", () => {
       objects,
       ["a", "b"],
       async (o, connection) => {
-        const table = `${o.database}\u0000${o.table}`;
+        const table = tableOf(o);
         if ((loading.get(table) ?? 0) > 0) sideBySide++;
         loading.set(table, (loading.get(table) ?? 0) + 1);
         byConnection[connection]!.push(o);

@@ -106,8 +106,8 @@ export async function applyObject(
   run.report(true);
 }
 
-/** A data object's table, as a key. */
-function tableOf(object: ManifestObject): string {
+/** A data object's table, as a key (of the map of tables being loaded that nextDataObject reads). */
+export function tableOf(object: ManifestObject): string {
   return `${object.database}\u0000${object.table ?? ""}`;
 }
 
