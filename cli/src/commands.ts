@@ -209,8 +209,19 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * Exits once everything written to stdout and stderr has been handed to the OS. Into a pipe
+ * (`stateward crds | kubectl apply -f -`) Node writes without blocking: what the reader has not
+ * yet taken (all but the pipe's 64 KiB) waits in the process, and process.exit alone drops it.
+ * An empty write's callback runs after the writes before it.
+ */
+async function exitWhenWritten(code: number): Promise<never> {
+  await Promise.all([process.stdout, process.stderr].map((out) => new Promise<void>((resolve) => out.write("", () => resolve()))));
+  process.exit(code);
+}
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exitWhenWritten(code),
   async (err: unknown) => {
     // The manager (run) keeps exiting 1 on any failure, as its Deployment and scripts expect.
     const command = process.argv[2];
@@ -221,6 +232,6 @@ main(process.argv.slice(2)).then(
     } else {
       process.stderr.write(`stateward: ${messageOf(err)}\n`);
     }
-    process.exit(code);
+    return exitWhenWritten(code);
   },
 );
