@@ -113,12 +113,12 @@ demo: dev-up crds ## from a fresh clone: environment, CRDs, the manager with all
 	hack/demo.sh
 
 .PHONY: build
-build: $(DEPS_STAMP) ## compile the `stateward` command to JavaScript (each package's dist/, git-ignored), as the image runs it
+build: $(DEPS_STAMP) ## build the `stateward` command as the image runs it: dist/stateward.js (git-ignored)
 	node hack/build.ts
 
 .PHONY: run-dist
 run-dist: build ## the compiled manager, as the image runs it (its ENTRYPOINT's flags; stateward run $(ARGS))
-	node --max-semi-space-size=2 --heap-growing-percent=50 --conditions=stateward-dist cli/dist/main.js run $(ARGS)
+	node --max-semi-space-size=2 --heap-growing-percent=50 dist/stateward.js run $(ARGS)
 
 .PHONY: run
 run: $(DEPS_STAMP) ## the manager against the current kube context (stateward run $(ARGS))

@@ -1,6 +1,6 @@
 // The manager's command line as the image runs it: the Dockerfile's ENTRYPOINT — node
-// with the V8 memory flags the image ships, `--conditions=stateward-dist`, the compiled
-// cli/dist/main.js — with this process's node binary. Benchmarks and the memory tests
+// with the V8 memory flags the image ships and the single-file build dist/stateward.js
+// (`make build`) — with this process's node binary. Benchmarks and the memory tests
 // measure the manager as users run it, not the .ts sources under the type stripper
 // (docs/performance.md). The Dockerfile stays the one place those flags are written.
 import { execFileSync } from "node:child_process";
@@ -20,24 +20,23 @@ export function entrypointOf(dockerfile: string): string[] {
   return argv;
 }
 
-/** What the image passes to node: its options, then the compiled main.js. */
+/** What the image passes to node: its options, then dist/stateward.js. */
 function imageNodeArgs(): string[] {
   return entrypointOf(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).slice(1);
 }
 
 /**
- * The node options of the image's ENTRYPOINT that size V8's heap (all but
- * `--conditions`): for managers the benchmarks fork from the .ts sources, so
- * that their memory figures are the image's.
+ * The node options of the image's ENTRYPOINT (they size V8's heap): for managers
+ * the benchmarks fork from the .ts sources, so that their memory figures are the image's.
  */
 export function imageHeapFlags(): string[] {
-  return imageNodeArgs().filter((a) => a.startsWith("--") && !a.startsWith("--conditions"));
+  return imageNodeArgs().filter((a) => a.startsWith("--"));
 }
 
 let built = false;
 
 /**
- * Compiles the packages (`make build`: hack/build.ts, a few seconds) once per process
+ * Builds dist/stateward.js (`make build`: hack/build.ts, 10–40 s) once per process
  * and returns the image's command line, run from the repository's root, followed by `args`.
  */
 export function imageCommand(args: string[]): { command: string; args: string[]; cwd: string } {

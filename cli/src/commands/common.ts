@@ -2,12 +2,13 @@
 // kubeconfig and namespace flags kubectl users know), how they print results
 // (text for people, --output json|yaml for scripts), the exit codes, and the
 // loop that follows a long operation until it ends.
-import { readFileSync } from "node:fs";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { ApiConnectionError, ApiError, KubeClient, findCondition, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
 import { stringify } from "yaml";
 import { UsageError, allKinds } from "../operators.ts";
+// A module import, not a file read at run time: the image's single-file build (hack/build.ts) has no package.json beside it.
+import cliPackage from "../../package.json" with { type: "json" };
 
 /**
  * Exit codes, the same for every subcommand, so a script can tell what
@@ -111,8 +112,7 @@ export function render(format: "json" | "yaml", data: unknown): string {
 
 /** The version of this command (its package's). */
 export function cliVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
+  return cliPackage.version;
 }
 
 /** Every Stateward kind this build knows, by kind name. */

@@ -1,0 +1,94 @@
+// The image's build of the `stateward` command (`make build`: dist/stateward.js and its
+// chunks, hack/build.ts) run as the image runs it: alone in a folder, with no node_modules,
+// no package.json and no sources beside it — the Dockerfile copies dist/ and nothing else.
+// A module the bundler left out, a file read at run time or an operator's chunk that does not
+// load fails here, not in a user's pod. (The memory-limit test runs the same build through
+// 1,000 DatabaseUsers and a 1 GiB backup.)
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { freePort } from "../../harness/ports.ts";
+import { repoRoot } from "../../harness/index.ts";
+import { imageCommand } from "../../support/image-command.ts";
+import { deleteNamespace, freshNamespace, testClient } from "../../support/kube.ts";
+import { waitFor } from "../../support/wait.ts";
+
+const env = inject("environment");
+const client = testClient(env.kubeconfig);
+
+let alone: string;
+
+/** The image's command line with `args`, run in a folder that holds only a copy of dist/. */
+function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const image = imageCommand(args);
+  return new Promise((resolve) => {
+    execFile(image.command, image.args, { cwd: alone, maxBuffer: 16 << 20, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }));
+  });
+}
+
+/** `stateward ARGS` from the .ts sources, for comparison. */
+async function fromSources(args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, [join(repoRoot, "cli", "src", "main.ts"), ...args], { maxBuffer: 16 << 20, timeout: 60_000 });
+  return stdout;
+}
+
+beforeAll(() => {
+  imageCommand([]); // builds dist/ once for this process
+  alone = mkdtempSync(join(tmpdir(), "sw-image-build-"));
+  cpSync(join(repoRoot, "dist"), join(alone, "dist"), { recursive: true });
+}, 180_000);
+
+afterAll(() => {
+  if (alone) rmSync(alone, { recursive: true, force: true });
+});
+
+describe("the image's build, alone in a folder", () => {
+  it("holds the entry point and one chunk per operator, nothing from node_modules as files", () => {
+    const files = readdirSync(join(alone, "dist"), { recursive: true, encoding: "utf8" });
+    expect(files).toContain("stateward.js");
+    expect(files.filter((f) => f.includes("node_modules"))).toEqual([]);
+  });
+
+  it("prints the same CRDs as the sources: every operator's chunk loads", async () => {
+    const [image, sources] = await Promise.all([run(["crds"]), fromSources(["crds"])]);
+    expect(image.stderr).toBe("");
+    expect(image.code).toBe(0);
+    expect(image.stdout).toContain("kind: MySQLCluster");
+    expect(image.stdout).toBe(sources);
+  });
+
+  it("knows its version without a package.json beside it", async () => {
+    const r = await run(["version", "--client"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^stateward \d+\.\d+\.\d+ \(API stateward\.io\/v1alpha1; Node v24\./);
+  });
+
+  it("runs a manager with every operator until /readyz answers, and stops cleanly on SIGTERM", async () => {
+    const ns = await freshNamespace(client, "image-build");
+    const port = await freePort();
+    const image = imageCommand(["run", "--kubeconfig", env.kubeconfig, "--namespaces", ns, "--metrics-addr", "0", "--health-addr", `127.0.0.1:${port}`]);
+    let log = "";
+    const manager: ChildProcess = spawn(image.command, image.args, { cwd: alone, stdio: ["ignore", "pipe", "pipe"] });
+    manager.stdout?.on("data", (d: Buffer) => (log += d.toString()));
+    manager.stderr?.on("data", (d: Buffer) => (log += d.toString()));
+    const exited = new Promise<number | string>((resolve) => manager.once("exit", (code, signal) => resolve(signal ?? code ?? -1)));
+    try {
+      await waitFor("the bundled manager's /readyz", async () => {
+        if (manager.exitCode !== null) throw new Error(`the manager exited (${manager.exitCode}):\n${log}`);
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
+        return res?.ok ? true : undefined;
+      }, 60_000, 250);
+      manager.kill("SIGTERM");
+      expect(await exited, log).toBe(0);
+      expect(log).not.toMatch(/Cannot find (module|package)|ERR_MODULE_NOT_FOUND/);
+    } finally {
+      if (manager.exitCode === null && manager.signalCode === null) manager.kill("SIGKILL");
+      await deleteNamespace(client, ns);
+    }
+  }, 120_000);
+});
