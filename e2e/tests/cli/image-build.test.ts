@@ -1,6 +1,6 @@
 // The image's build of the `stateward` command (`make build`: dist/stateward.js and its
 // chunks, hack/build.ts) run as the image runs it: alone in a folder, with no node_modules,
-// no package.json and no sources beside it — the Dockerfile copies dist/ and nothing else.
+// no package.json and no sources beside dist/ — the Dockerfile copies dist/ and nothing else.
 // A module the bundler left out, a file read at run time or an operator's chunk that does not
 // load fails here, not in a user's pod. (The memory-limit test runs the same build through
 // 1,000 DatabaseUsers and a 1 GiB backup.)
@@ -21,11 +21,15 @@ const client = testClient(env.kubeconfig);
 
 let alone: string;
 
+// Without syntax detection, a build whose files Node would not load as ES modules at once fails
+// here; with it they load after a failed CommonJS attempt, at ~10 MiB more RSS.
+const asModulesOnly = { ...process.env, NODE_OPTIONS: "--no-experimental-detect-module" };
+
 /** The image's command line with `args`, run in a folder that holds only a copy of dist/. */
 function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const image = imageCommand(args);
   return new Promise((resolve) => {
-    execFile(image.command, image.args, { cwd: alone, maxBuffer: 16 << 20, timeout: 60_000 },
+    execFile(image.command, image.args, { cwd: alone, env: asModulesOnly, maxBuffer: 16 << 20, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }));
   });
 }
@@ -73,7 +77,7 @@ describe("the image's build, alone in a folder", () => {
     const port = await freePort();
     const image = imageCommand(["run", "--kubeconfig", env.kubeconfig, "--namespaces", ns, "--metrics-addr", "0", "--health-addr", `127.0.0.1:${port}`]);
     let log = "";
-    const manager: ChildProcess = spawn(image.command, image.args, { cwd: alone, stdio: ["ignore", "pipe", "pipe"] });
+    const manager: ChildProcess = spawn(image.command, image.args, { cwd: alone, env: asModulesOnly, stdio: ["ignore", "pipe", "pipe"] });
     manager.stdout?.on("data", (d: Buffer) => (log += d.toString()));
     manager.stderr?.on("data", (d: Buffer) => (log += d.toString()));
     const exited = new Promise<number | string>((resolve) => manager.once("exit", (code, signal) => resolve(signal ?? code ?? -1)));
