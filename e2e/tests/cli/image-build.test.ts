@@ -8,13 +8,13 @@ import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../harness/ports.ts";
 import { repoRoot } from "../../harness/index.ts";
 import { imageCommand } from "../../support/image-command.ts";
 import { deleteNamespace, freshNamespace, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
+import { stateward, type Run } from "./run.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -26,18 +26,12 @@ let alone: string;
 const asModulesOnly = { ...process.env, NODE_OPTIONS: "--no-experimental-detect-module" };
 
 /** The image's command line with `args`, run in a folder that holds only a copy of dist/. */
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(args: string[]): Promise<Run> {
   const image = imageCommand(args);
   return new Promise((resolve) => {
     execFile(image.command, image.args, { cwd: alone, env: asModulesOnly, maxBuffer: 16 << 20, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }));
   });
-}
-
-/** `stateward ARGS` from the .ts sources, for comparison. */
-async function fromSources(args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)(process.execPath, [join(repoRoot, "cli", "src", "main.ts"), ...args], { maxBuffer: 16 << 20, timeout: 60_000 });
-  return stdout;
 }
 
 beforeAll(() => {
@@ -58,11 +52,13 @@ describe("the image's build, alone in a folder", () => {
   });
 
   it("prints the same CRDs as the sources: every operator's chunk loads", async () => {
-    const [image, sources] = await Promise.all([run(["crds"]), fromSources(["crds"])]);
+    // The sources' output, by the helper the other CLI tests use.
+    const [image, sources] = await Promise.all([run(["crds"]), stateward(env.kubeconfig, "crds")]);
     expect(image.stderr).toBe("");
     expect(image.code).toBe(0);
     expect(image.stdout).toContain("kind: MySQLCluster");
-    expect(image.stdout).toBe(sources);
+    expect(sources.code).toBe(0);
+    expect(image.stdout).toBe(sources.stdout);
   });
 
   it("knows its version without a package.json beside it", async () => {
