@@ -38,12 +38,14 @@ COPY --from=build /app/dist/ dist/
 # The distroless "nonroot" uid; the chart runs the pod as 65532 with a read-only root filesystem.
 USER 65532:65532
 EXPOSE 8080 8081
-# The V8 memory flags keep the heap near what the manager holds alive instead of letting V8 grow
-# it lazily (docs/performance.md, finding 8): a young generation of 2 MiB semi-spaces, and the
-# old generation's limit after each full GC at 1.5 × what survived (V8's own factor reaches 4 ×
-# when memory looks plentiful). With them the database-user benchmark's manager peaked at about
-# 146 MiB instead of 338 MiB, at no measurable CPU cost. The benchmarks and the memory-limit test
-# run this line as written (e2e/support/image-command.ts). The chart adds the heap's ceiling
+# The memory settings keep the manager near what it holds alive (docs/performance.md, findings 8
+# and 13): a young generation of 2 MiB semi-spaces; the old generation's limit after each full GC
+# at 1.5 x what survived (V8's own factor reaches 4 x when memory looks plentiful); one malloc
+# arena (glibc gives each thread its own, and V8's worker threads left 5-6 MiB in theirs at the
+# database-user benchmark's peak). With them that manager peaked at about 110-120 MiB (338 MiB
+# with Node's defaults) at the same CPU. The benchmarks and the memory-limit test run this ENV
+# and ENTRYPOINT as written (e2e/support/image-command.ts). The chart adds the heap's ceiling
 # (NODE_OPTIONS=--max-old-space-size, from the memory limit).
+ENV MALLOC_ARENA_MAX=1
 ENTRYPOINT ["node", "--max-semi-space-size=2", "--heap-growing-percent=50", "dist/stateward.js"]
 CMD ["run"]

@@ -118,7 +118,7 @@ build: $(DEPS_STAMP) ## build the `stateward` command as the image runs it: dist
 
 .PHONY: run-dist
 run-dist: build ## the compiled manager, as the image runs it (its ENTRYPOINT's flags; stateward run $(ARGS))
-	node --max-semi-space-size=2 --heap-growing-percent=50 dist/stateward.js run $(ARGS)
+	MALLOC_ARENA_MAX=1 node --max-semi-space-size=2 --heap-growing-percent=50 dist/stateward.js run $(ARGS)
 
 .PHONY: run
 run: $(DEPS_STAMP) ## the manager against the current kube context (stateward run $(ARGS))

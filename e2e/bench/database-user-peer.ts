@@ -114,7 +114,8 @@ export async function comparePeer(env: EnvironmentInfo, users: number): Promise<
         "--json", json, "--manager-log", join(out, `${label}-manager.log`), "--manager-dir", repoRoot,
         "--", ...runs[label],
       ],
-      { cwd: repoRoot, env: driverEnv, log: join(out, `${label}-driver.log`) },
+      // The driver starts the manager with its own environment: ours gets the image's (MALLOC_ARENA_MAX).
+      { cwd: repoRoot, env: label === "ours" ? { ...driverEnv, ...ourManager.env } : driverEnv, log: join(out, `${label}-driver.log`) },
     );
     if (!existsSync(json)) {
       failures.push(`the peer's driver wrote no result for ${label} (exit ${code}): see ${out}/${label}-driver.log`);

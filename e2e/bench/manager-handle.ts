@@ -5,7 +5,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { logTail } from "../harness/index.ts";
-import { imageHeapFlags } from "../support/image-command.ts";
+import { imageEnv, imageHeapFlags } from "../support/image-command.ts";
 import type { ManagerProcessConfig, ManagerProcessMessage, ManagerProcessRequest, ManagerStats } from "./manager-process.ts";
 
 const entry = join(import.meta.dirname, "manager-process.ts");
@@ -45,9 +45,9 @@ export async function startManagerProcess(config: ManagerProcessConfig, logFile:
   try {
     child = fork(entry, [JSON.stringify(config)], {
       stdio: ["ignore", fd, fd, "ipc"],
-      // The image's V8 heap flags: its memory as a pod's (support/image-command.ts).
+      // The image's V8 heap flags and environment: its memory as a pod's (support/image-command.ts).
       execArgv: [...process.execArgv, ...imageHeapFlags(), "--expose-gc"],
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...imageEnv(), ...env },
     });
   } finally {
     closeSync(fd);

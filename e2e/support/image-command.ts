@@ -1,6 +1,7 @@
 // The manager's command line as the image runs it: the Dockerfile's ENTRYPOINT — node
 // with the V8 memory flags the image ships and the single-file build dist/stateward.js
-// (`make build`) — with this process's node binary. Benchmarks and the memory tests
+// (`make build`) — with this process's node binary, and the ENV of the image's last stage
+// (MALLOC_ARENA_MAX: glibc's share of the memory). Benchmarks and the memory tests
 // measure the manager as users run it, not the .ts sources under the type stripper
 // (docs/performance.md). The Dockerfile stays the one place those flags are written.
 import { execFileSync } from "node:child_process";
@@ -20,9 +21,26 @@ export function entrypointOf(dockerfile: string): string[] {
   return argv;
 }
 
+/** The variables `ENV NAME=value` (one per line) sets in a Dockerfile's last stage. */
+export function envOf(dockerfile: string): Record<string, string> {
+  const lastStage = dockerfile.slice(dockerfile.search(/^FROM\s[^\n]*$(?![\s\S]*^FROM\s)/m));
+  const env: Record<string, string> = {};
+  for (const [, name, value] of lastStage.matchAll(/^ENV\s+([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$/gm)) env[name!] = value!;
+  return env;
+}
+
+function dockerfile(): string {
+  return readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+}
+
 /** What the image passes to node: its options, then dist/stateward.js. */
 function imageNodeArgs(): string[] {
-  return entrypointOf(readFileSync(join(repoRoot, "Dockerfile"), "utf8")).slice(1);
+  return entrypointOf(dockerfile()).slice(1);
+}
+
+/** The environment the image sets for its process (NODE_ENV, MALLOC_ARENA_MAX). */
+export function imageEnv(): Record<string, string> {
+  return envOf(dockerfile());
 }
 
 /**
@@ -37,12 +55,13 @@ let built = false;
 
 /**
  * Builds dist/stateward.js (`make build`: hack/build.ts, 10–40 s) once per process
- * and returns the image's command line, run from the repository's root, followed by `args`.
+ * and returns the image's command line, run from the repository's root, followed by `args`,
+ * and the variables the image sets (to add to the process's environment).
  */
-export function imageCommand(args: string[]): { command: string; args: string[]; cwd: string } {
+export function imageCommand(args: string[]): { command: string; args: string[]; cwd: string; env: Record<string, string> } {
   if (!built) {
     execFileSync(process.execPath, [join(repoRoot, "hack", "build.ts")], { cwd: repoRoot, stdio: "ignore" });
     built = true;
   }
-  return { command: process.execPath, args: [...imageNodeArgs(), ...args], cwd: repoRoot };
+  return { command: process.execPath, args: [...imageNodeArgs(), ...args], cwd: repoRoot, env: imageEnv() };
 }

@@ -101,7 +101,7 @@ beforeAll(async () => {
   const image = imageCommand(["run", "--kubeconfig", env.kubeconfig,
     "--namespaces", ns, "--operators", "database-user,mysql-backup", "--health-addr", "0", "--metrics-addr", "0"]);
   const run = cgroup.wrap(image.command, image.args);
-  manager = spawn(run.command, run.args, { cwd: image.cwd, stdio: ["ignore", fd, fd], env: { ...process.env, NODE_OPTIONS: heapOption } });
+  manager = spawn(run.command, run.args, { cwd: image.cwd, stdio: ["ignore", fd, fd], env: { ...process.env, ...image.env, NODE_OPTIONS: heapOption } });
   closeSync(fd);
   const child = manager;
   managerExit = new Promise((resolve) => child.once("exit", (code, signal) => resolve(signal ?? `code ${code}`)));

@@ -5,7 +5,7 @@
 // load fails here, not in a user's pod. (The memory-limit test runs the same build through
 // 1,000 DatabaseUsers and a 1 GiB backup.)
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -29,7 +29,7 @@ const asModulesOnly = { ...process.env, NODE_OPTIONS: "--no-experimental-detect-
 function run(args: string[]): Promise<Run> {
   const image = imageCommand(args);
   return new Promise((resolve) => {
-    execFile(image.command, image.args, { cwd: alone, env: asModulesOnly, maxBuffer: 16 << 20, timeout: 60_000 },
+    execFile(image.command, image.args, { cwd: alone, env: { ...asModulesOnly, ...image.env }, maxBuffer: 16 << 20, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }));
   });
 }
@@ -45,6 +45,12 @@ afterAll(() => {
 });
 
 describe("the image's build, alone in a folder", () => {
+  it("is ASCII throughout, so V8 holds each chunk's source at one byte per character", () => {
+    const files = readdirSync(join(alone, "dist"), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".js"));
+    const nonAscii = files.filter((f) => readFileSync(join(alone, "dist", f)).some((byte) => byte > 0x7f));
+    expect(nonAscii).toEqual([]);
+  });
+
   it("holds its entry point and no copy of node_modules", () => {
     const files = readdirSync(join(alone, "dist"), { recursive: true, encoding: "utf8" });
     expect(files).toContain("stateward.js");
@@ -73,7 +79,7 @@ describe("the image's build, alone in a folder", () => {
     const port = await freePort();
     const image = imageCommand(["run", "--kubeconfig", env.kubeconfig, "--namespaces", ns, "--metrics-addr", "0", "--health-addr", `127.0.0.1:${port}`]);
     let log = "";
-    const manager: ChildProcess = spawn(image.command, image.args, { cwd: alone, env: asModulesOnly, stdio: ["ignore", "pipe", "pipe"] });
+    const manager: ChildProcess = spawn(image.command, image.args, { cwd: alone, env: { ...asModulesOnly, ...image.env }, stdio: ["ignore", "pipe", "pipe"] });
     manager.stdout?.on("data", (d: Buffer) => (log += d.toString()));
     manager.stderr?.on("data", (d: Buffer) => (log += d.toString()));
     const exited = new Promise<number | string>((resolve) => manager.once("exit", (code, signal) => resolve(signal ?? code ?? -1)));
