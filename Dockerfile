@@ -41,9 +41,10 @@ EXPOSE 8080 8081
 # The memory settings keep the manager near what it holds alive (docs/performance.md, findings 8
 # and 13): a young generation of 2 MiB semi-spaces; the old generation's limit after each full GC
 # at 1.5 x what survived (V8's own factor reaches 4 x when memory looks plentiful); one malloc
-# arena (glibc gives each thread its own, and V8's worker threads left 5-6 MiB in theirs at the
-# database-user benchmark's peak). With them that manager peaked at about 110-120 MiB (338 MiB
-# with Node's defaults) at the same CPU. The benchmarks and the memory-limit test run this ENV
+# arena (glibc gives threads arenas of their own, and V8's worker threads left 5-6 MiB in them at
+# the database-user benchmark's peak, at no measurable CPU cost). The flags took that manager's
+# peak from 338 MiB (Node's defaults) to about 125 MiB; the arena, 5-6 MiB more (finding 13
+# measured it with other flags; see there). The benchmarks and the memory-limit test run this ENV
 # and ENTRYPOINT as written (e2e/support/image-command.ts). The chart adds the heap's ceiling
 # (NODE_OPTIONS=--max-old-space-size, from the memory limit).
 ENV MALLOC_ARENA_MAX=1
