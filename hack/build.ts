@@ -78,6 +78,34 @@ const asciiComments: Plugin = {
   renderChunk: (code) => code.replace(/[^\0-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
 };
 
+/**
+ * `undici` as the bundle's modules use it: the Agent and ProxyAgent client-node's KubeConfig
+ * builds, and the request API of every dispatcher (core's KubeClient calls `dispatcher.request`).
+ * undici's index also loads its fetch, WebSocket, EventSource, cache and mock modules, which
+ * nothing here runs: ~1 MB of source V8 keeps, and the code compiled from it at start. client-node's
+ * generated HTTP library imports `fetch`, which the manager never calls: it is loaded (a chunk of
+ * its own) on the first call. A module that imports another name from "undici" fails the build
+ * ("… is not exported").
+ */
+const undiciEntry = "\0stateward-undici";
+const slimUndici: Plugin = {
+  name: "slim-undici",
+  resolveId: (source) => (source === "undici" ? undiciEntry : null),
+  load: (id) =>
+    id === undiciEntry
+      ? [
+          `import Dispatcher from "undici/lib/dispatcher/dispatcher.js";`,
+          `import api from "undici/lib/api/index.js";`,
+          `import Agent from "undici/lib/dispatcher/agent.js";`,
+          `import ProxyAgent from "undici/lib/dispatcher/proxy-agent.js";`,
+          // What undici's index does: request, stream, pipeline, upgrade and connect become methods of every dispatcher.
+          `Object.assign(Dispatcher.prototype, api);`,
+          `export { Agent, Dispatcher, ProxyAgent };`,
+          `export const fetch = async (...args) => (await import("undici/lib/web/fetch/index.js")).fetch(...args);`,
+        ].join("\n")
+      : null,
+};
+
 const bundleDir = join(root, "dist");
 rmSync(bundleDir, { recursive: true, force: true });
 const bundled = await build({
@@ -100,7 +128,7 @@ const bundled = await build({
     // manager's heap (docs/performance.md, finding 13).
     charset: "ascii",
   },
-  plugins: [asciiComments],
+  plugins: [slimUndici, asciiComments],
 });
 // The image has no package.json above dist/: without this one Node would first try each file as
 // CommonJS and fall back to ES module syntax detection, which cost ~10 MiB of RSS at start.

@@ -8,7 +8,7 @@
 // apply — and reports every request to an optional observer (metrics, tests
 // that count writes).
 import type { KubeConfig } from "@kubernetes/client-node";
-import { request, type Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
 import { ApiConnections } from "./connections.ts";
 import { ApiConnectionError, ApiError } from "./errors.ts";
 import type { KubeList, KubeObject } from "./object.ts";
@@ -152,7 +152,9 @@ export class KubeClient {
     const verb = opts.verb ?? (method as Verb);
     const dispatcher = stream ? await this.connections.forWatch() : await this.connections.pool(credentials.material);
     const attempt = () =>
-      request(url, { method, headers, body, signal, dispatcher }).catch((err: unknown) => {
+      // The dispatcher's own request (what undici's top-level `request` calls): the bundle loads
+      // only the parts of undici that the manager uses (hack/build.ts).
+      dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method, headers, body, signal }).catch((err: unknown) => {
         throw this.transportError(err, signal);
       });
     try {
