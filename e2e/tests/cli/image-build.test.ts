@@ -54,16 +54,17 @@ describe("the image's build, alone in a folder", () => {
   it("keeps undici's fetch out of the start: a chunk of its own, imported only when called, and loadable", async () => {
     const dist = join(alone, "dist");
     const files = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".js"));
+    const code = new Map(files.map((f) => [f, readFileSync(join(dist, f), "utf8")]));
     // undici's fetch rejects with this message; client-node's generated HTTP library imports fetch.
-    const fetchChunks = files.filter((f) => readFileSync(join(dist, f), "utf8").includes("fetch failed"));
+    const fetchChunks = files.filter((f) => code.get(f)!.includes("fetch failed"));
     expect(fetchChunks).toHaveLength(1);
+    const fetchChunk = join(dist, fetchChunks[0]!);
     const name = fetchChunks[0]!.split("/").pop()!;
     // Chunk names are [\w-]+.js; a static import reads `from"./name.js"`, a lazy one `import(\`./name.js\`)`.
     const staticImport = new RegExp(`from\\s*["'\`]\\.(/chunks)?/${name.replaceAll(".", "\\.")}`);
-    const staticImporters = files.filter((f) => staticImport.test(readFileSync(join(dist, f), "utf8")));
-    expect(staticImporters).toEqual([]);
+    expect(files.filter((f) => staticImport.test(code.get(f)!))).toEqual([]);
     const loaded = await new Promise<number | null>((resolve) => {
-      const child = spawn(process.execPath, ["--input-type=module", "-e", `const m = await import(${JSON.stringify(join(dist, fetchChunks[0]!))}); if (!Object.keys(m).length) process.exit(3);`], { cwd: alone, env: asModulesOnly, stdio: "inherit" });
+      const child = spawn(process.execPath, ["--input-type=module", "-e", `const m = await import(${JSON.stringify(fetchChunk)}); if (!Object.keys(m).length) process.exit(3);`], { cwd: alone, env: asModulesOnly, stdio: "inherit" });
       child.on("exit", resolve);
     });
     expect(loaded).toBe(0);
