@@ -55,6 +55,10 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
   // A Unix socket path holds at most 107 bytes: a deep folder gets its socket in a short temporary one.
   const socket = join(opts.dir, "mysqld.sock").length > 100 ? join(mkdtempSync(join(tmpdir(), "sw-")), "mysqld.sock") : join(opts.dir, "mysqld.sock");
   const logFile = join(opts.dir, "mariadbd.log");
+  // Temporary tables and sort files stay in the server's own folder: the machine's /tmp is shared with
+  // every other MariaDB here, and a bootstrap whose temporary table vanished from it failed a CI run.
+  const tmp = join(opts.dir, "tmp");
+  mkdirSync(tmp, { recursive: true });
   // A data directory that was initialized before is started as it is (a restarted server keeps its data).
   // The marker is written only after install-db succeeded: a half-initialized directory starts over.
   const initialized = join(opts.dir, "initialized");
@@ -63,7 +67,7 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
     mkdirSync(datadir, { recursive: true });
     try {
       await run("mariadb-install-db", [
-        "--no-defaults", `--datadir=${datadir}`, "--auth-root-authentication-method=normal",
+        "--no-defaults", `--datadir=${datadir}`, `--tmpdir=${tmp}`, "--auth-root-authentication-method=normal",
         "--skip-test-db", "--user=root",
       ]);
     } catch (err) {
@@ -77,7 +81,7 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
     command: "mariadbd",
     args: [
       opts.defaultsFile ? `--defaults-file=${opts.defaultsFile}` : "--no-defaults", `--datadir=${datadir}`, `--port=${port}`, "--bind-address=127.0.0.1",
-      `--socket=${socket}`, `--pid-file=${join(opts.dir, "mariadbd.pid")}`, `--log-error=${logFile}`,
+      `--socket=${socket}`, `--pid-file=${join(opts.dir, "mariadbd.pid")}`, `--log-error=${logFile}`, `--tmpdir=${tmp}`,
       "--user=root", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=48M",
       "--skip-name-resolve", ...(opts.args ?? []),
     ],

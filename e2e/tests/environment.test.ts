@@ -15,9 +15,12 @@ import {
   type V1CustomResourceDefinition,
 } from "@kubernetes/client-node";
 import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { kubernetesVersion, s3Client } from "../harness/index.ts";
+import { kubernetesVersion, s3Client, startMariaDB, stopMariaDB } from "../harness/index.ts";
 import { waitFor } from "../support/wait.ts";
 
 const env = inject("environment");
@@ -180,6 +183,38 @@ describe("MariaDB", () => {
     await expect(
       mysql.createConnection({ host: env.mysql.host, port: env.mysql.port, user, password: `${password}x` }),
     ).rejects.toThrow(/Access denied/);
+  });
+
+  // A throw-away server's temporary tables live in its own folder: the machine's
+  // shared temporary directory is used by every other MariaDB on it, and a
+  // bootstrap whose temporary table vanished there failed a CI run ("Could not
+  // remove temporary table '/tmp/#sql-temptable-…'"). A TMPDIR that cannot hold
+  // anything stands in for a shared one that misbehaves.
+  it("starts a throw-away server that keeps its temporary files to itself", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sw-envdb-"));
+    const unusable = join(dir, "not-a-directory");
+    writeFileSync(unusable, "");
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = unusable;
+    let server: Awaited<ReturnType<typeof startMariaDB>> | undefined;
+    try {
+      server = await startMariaDB({ dir: join(dir, "db") });
+      const conn = await mysql.createConnection(server);
+      const [settings] = await conn.query("SELECT @@tmpdir AS tmp");
+      // An Aria temporary table is a file in the server's temporary directory.
+      await conn.query("CREATE DATABASE scratch");
+      await conn.query("CREATE TEMPORARY TABLE scratch.t (v TEXT) ENGINE=Aria");
+      await conn.query("INSERT INTO scratch.t VALUES ('kept')");
+      const [rows] = await conn.query("SELECT v FROM scratch.t");
+      await conn.end();
+      expect((settings as { tmp: string }[])[0]?.tmp.startsWith(join(dir, "db"))).toBe(true);
+      expect(rows).toEqual([{ v: "kept" }]);
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      if (server) await stopMariaDB(server);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
