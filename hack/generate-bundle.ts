@@ -28,7 +28,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { crdFiles, uniqueKinds, type CrdManifest } from "@stateward/core";
+import { uniqueKinds, type CrdManifest } from "@stateward/core";
+import { crdFiles } from "@stateward/core/crd-yaml";
 import { selectOperators } from "@stateward/cli";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { chartDir, removeChartScratch, renderChart, type RenderedObject } from "../e2e/support/chart.ts";

@@ -5,7 +5,8 @@
 // Usage: node hack/generate-crds.ts [--check]
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { crdFiles, uniqueKinds } from "@stateward/core";
+import { uniqueKinds } from "@stateward/core";
+import { crdFiles } from "@stateward/core/crd-yaml";
 import { selectOperators } from "@stateward/cli";
 
 const dir = resolve(import.meta.dirname, "..", "crds");

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { Manager, createLogger, crdToYaml, uniqueKinds, type LogLevel } from "@stateward/core";
+import { Manager, createLogger, uniqueKinds, type LogLevel } from "@stateward/core";
 import { EXIT, exitCodeOf, messageOf } from "./commands/common.ts";
 import { UsageError, selectOperators } from "./operators.ts";
 
@@ -148,6 +148,8 @@ async function run(argv: string[]): Promise<number> {
 async function crds(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { operators: { type: "string" } }, strict: true });
   const kinds = uniqueKinds((await selectOperators(list(values.operators))).flatMap((m) => m.kinds));
+  // Loaded here, not at the top: `run` never writes YAML.
+  const { crdToYaml } = await import("@stateward/core/crd-yaml");
   process.stdout.write(kinds.map((k) => crdToYaml(k)).join("---\n"));
   return 0;
 }

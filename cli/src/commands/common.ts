@@ -1,11 +1,10 @@
 // What the `stateward` subcommands share: how they reach the cluster (the
 // kubeconfig and namespace flags kubectl users know), how they print results
-// (text for people, --output json|yaml for scripts), the exit codes, and the
+// (text for people; --output json|yaml for scripts is render.ts), the exit codes, and the
 // loop that follows a long operation until it ends.
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { ApiConnectionError, ApiError, KubeClient, findCondition, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
-import { stringify } from "yaml";
 import { UsageError, allKinds } from "../operators.ts";
 // A module import, not a file read at run time: the image's single-file build (hack/build.ts) has no package.json beside it.
 import cliPackage from "../../package.json" with { type: "json" };
@@ -103,11 +102,6 @@ export function outputFormat(value: string | undefined): OutputFormat {
   if (value === undefined || value === "text") return "text";
   if (value === "json" || value === "yaml") return value;
   throw new UsageError(`--output must be json or yaml, not "${value}"`);
-}
-
-/** `data` as the format asks; text is the caller's. */
-export function render(format: "json" | "yaml", data: unknown): string {
-  return format === "json" ? `${JSON.stringify(data, null, 2)}\n` : stringify(data, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 
 /** The version of this command (its package's). */

@@ -2,7 +2,8 @@
 // created: its phase and Ready message as they change, until Completed or
 // Failed, then the result — in words, or the final object as JSON/YAML.
 import { resourceOf, type Condition, type KubeClient, type KubeObject } from "@stateward/core";
-import { CommandError, EXIT, follow, formatBytes, formatSeconds, kubectlHint, phaseLine, render, statewardKind, type OutputFormat } from "./common.ts";
+import { CommandError, EXIT, follow, formatBytes, formatSeconds, kubectlHint, phaseLine, statewardKind, type OutputFormat } from "./common.ts";
+import { render } from "./render.ts";
 
 export type Operation = KubeObject & {
   status?: {

@@ -4,7 +4,8 @@
 import { parseArgs } from "node:util";
 import { isNotFound, type Condition, type KubeObject } from "@stateward/core";
 import { allKinds } from "../operators.ts";
-import { CommandError, EXIT, connect, listAll, connectionHelp, connectionOptions, formatBytes, messageOf, outputFormat, outputOption, readyCondition, render } from "./common.ts";
+import { CommandError, EXIT, connect, listAll, connectionHelp, connectionOptions, formatBytes, messageOf, outputFormat, outputOption, readyCondition } from "./common.ts";
+import { render } from "./render.ts";
 
 export const statusUsage = `Usage:
   stateward status [-n NS | -A] [-o json|yaml] [--kubeconfig PATH]

@@ -28,9 +28,9 @@ import {
   outputFormat,
   outputOption,
   parseDuration,
-  render,
   statewardKind,
 } from "./common.ts";
+import { render } from "./render.ts";
 
 export const switchoverUsage = `Usage:
   stateward switchover CLUSTER [--to POD|ORDINAL] [--no-wait] [--timeout 5m] [-o json|yaml]

@@ -4,7 +4,8 @@
 import { parseArgs } from "node:util";
 import { builtin, isForbidden, isNotFound, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
 import { allKinds } from "../operators.ts";
-import { CommandError, EXIT, cliVersion, connect, connectionOptions, messageOf, outputFormat, outputOption, render } from "./common.ts";
+import { CommandError, EXIT, cliVersion, connect, connectionOptions, messageOf, outputFormat, outputOption } from "./common.ts";
+import { render } from "./render.ts";
 
 export const versionUsage = `Usage:
   stateward version [--client] [-o json|yaml] [--kubeconfig PATH] [--context NAME]

@@ -1,9 +1,9 @@
 import { loadYaml, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import Type from "typebox";
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { crdToYaml } from "./render.ts";
 import {
   AGE_COLUMN,
-  crdToYaml,
   defineKind,
   object,
   optional,

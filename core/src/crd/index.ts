@@ -53,5 +53,5 @@ export type {
   SpecOf,
   StatusOf,
 } from "./define.ts";
-export { CRD_HEADER, crdFileName, crdFiles, crdToYaml } from "./render.ts";
-export type { HasCrd } from "./render.ts";
+// The YAML rendering (render.ts) is its own entry, "@stateward/core/crd-yaml": the manager
+// never writes YAML, and the YAML library would otherwise be loaded at every start.

@@ -1,6 +1,7 @@
 import { parse, parseDocument, visit } from "yaml";
 import { describe, expect, it } from "vitest";
-import { CRD_HEADER, crdFileName, crdFiles, crdToYaml, defineKind, object, stringEnum } from "./index.ts";
+import { defineKind, object, stringEnum } from "./index.ts";
+import { CRD_HEADER, crdFileName, crdFiles, crdToYaml } from "./render.ts";
 import { WidgetKind } from "./widget.fixture.ts";
 
 const text = crdToYaml(WidgetKind);

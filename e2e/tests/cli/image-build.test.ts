@@ -5,7 +5,7 @@
 // load fails here, not in a user's pod. (The memory-limit test runs the same build through
 // 1,000 DatabaseUsers and a 1 GiB backup.)
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -93,12 +93,16 @@ describe("the image's build, alone in a folder", () => {
     expect(r.stdout).toMatch(/^stateward \d+\.\d+\.\d+ \(API stateward\.io\/v1alpha1; Node v24\./);
   });
 
-  it("runs a manager with every operator until /readyz answers, and stops cleanly on SIGTERM", async () => {
+  /**
+   * Starts the image's manager with `args` (node options in `nodeArgs` first), waits for
+   * /readyz, stops it with SIGTERM and returns its exit and log.
+   */
+  async function runManagerUntilReady(args: string[], nodeArgs: string[] = []): Promise<{ exit: number | string; log: string }> {
     const ns = await freshNamespace(client, "image-build");
     const port = await freePort();
-    const image = imageCommand(["run", "--kubeconfig", env.kubeconfig, "--namespaces", ns, "--metrics-addr", "0", "--health-addr", `127.0.0.1:${port}`]);
+    const image = imageCommand(["run", "--kubeconfig", env.kubeconfig, "--namespaces", ns, "--metrics-addr", "0", "--health-addr", `127.0.0.1:${port}`, ...args]);
     let log = "";
-    const manager: ChildProcess = spawn(image.command, image.args, { cwd: alone, env: { ...asModulesOnly, ...image.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const manager: ChildProcess = spawn(image.command, [...nodeArgs, ...image.args], { cwd: alone, env: { ...asModulesOnly, ...image.env }, stdio: ["ignore", "pipe", "pipe"] });
     manager.stdout?.on("data", (d: Buffer) => (log += d.toString()));
     manager.stderr?.on("data", (d: Buffer) => (log += d.toString()));
     const exited = new Promise<number | string>((resolve) => manager.once("exit", (code, signal) => resolve(signal ?? code ?? -1)));
@@ -109,11 +113,44 @@ describe("the image's build, alone in a folder", () => {
         return res?.ok ? true : undefined;
       }, 60_000, 250);
       manager.kill("SIGTERM");
-      expect(await exited, log).toBe(0);
-      expect(log).not.toMatch(/Cannot find (module|package)|ERR_MODULE_NOT_FOUND/);
+      return { exit: await exited, log };
     } finally {
       if (manager.exitCode === null && manager.signalCode === null) manager.kill("SIGKILL");
       await deleteNamespace(client, ns);
     }
+  }
+
+  it("runs a manager with every operator until /readyz answers, and stops cleanly on SIGTERM", async () => {
+    const { exit, log } = await runManagerUntilReady([]);
+    expect(exit, log).toBe(0);
+    expect(log).not.toMatch(/Cannot find (module|package)|ERR_MODULE_NOT_FOUND/);
+  }, 120_000);
+
+  // V8 keeps the source of every chunk a process loads: what the manager never calls stays unloaded.
+  it("starts a database-user manager without loading the YAML library or undici's fetch", async () => {
+    const chunkDir = join(alone, "dist", "chunks");
+    const chunks = readdirSync(chunkDir).filter((f) => f.endsWith(".js"));
+    const code = new Map(chunks.map((f) => [f, readFileSync(join(chunkDir, f), "utf8")]));
+    // An option name of the yaml library's stringify; the message undici's fetch rejects with.
+    const yaml = chunks.filter((f) => code.get(f)!.includes("aliasDuplicateObjects"));
+    const fetchChunks = chunks.filter((f) => code.get(f)!.includes("fetch failed"));
+    expect(yaml.length).toBeGreaterThan(0);
+    expect(fetchChunks).toHaveLength(1);
+    // A module hook, outside dist/, that writes down each chunk the manager loads.
+    const loadedList = join(alone, "loaded-chunks.txt");
+    const hook = join(alone, "record-loads.mjs");
+    writeFileSync(hook, [
+      `import { appendFileSync } from "node:fs";`,
+      `import { registerHooks } from "node:module";`,
+      `registerHooks({ load(url, context, next) {`,
+      `  if (url.includes("/chunks/")) appendFileSync(${JSON.stringify(loadedList)}, url.split("/").pop() + "\\n");`,
+      `  return next(url, context);`,
+      `} });`,
+    ].join("\n"));
+    const { exit, log } = await runManagerUntilReady(["--operators", "database-user"], ["--import", hook]);
+    expect(exit, log).toBe(0);
+    const loaded = readFileSync(loadedList, "utf8").split("\n").filter(Boolean);
+    expect(loaded.length).toBeGreaterThan(1);
+    expect(loaded.filter((f) => yaml.includes(f) || fetchChunks.includes(f))).toEqual([]);
   }, 120_000);
 });
