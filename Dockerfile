@@ -25,7 +25,7 @@ COPY e2e/package.json e2e/
 FROM manifests AS build
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.base.json ./
-COPY hack/build.ts hack/
+COPY hack/build.ts hack/bundle-plugins.ts hack/
 COPY core/src/ core/src/
 COPY operators/ operators/
 COPY cli/src/ cli/src/

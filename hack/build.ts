@@ -25,7 +25,8 @@
 // Usage: node hack/build.ts
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { build, type Plugin } from "rolldown";
+import { build } from "rolldown";
+import { asciiComments, lazyRequire, slimUndici } from "./bundle-plugins.ts";
 import ts from "typescript";
 
 const root = resolve(import.meta.dirname, "..");
@@ -68,46 +69,6 @@ for (const pkg of packages) {
 }
 process.stdout.write(`build: ${files} files compiled into ${packages.map((p) => `${p}/dist`).join(", ")}\n`);
 
-/**
- * `charset: "ascii"` escapes what the code says but not comments, and the license comments kept
- * in the bundle hold a few non-ASCII names: what is left is escaped here (inside a comment
- * `\u00e4` is only text).
- */
-const asciiComments: Plugin = {
-  name: "ascii-comments",
-  renderChunk: (code) => code.replace(/[^\0-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
-};
-
-/**
- * `undici` as the bundle's modules use it: the Agent and ProxyAgent client-node's KubeConfig
- * builds, and the request API of every dispatcher (core's KubeClient calls `dispatcher.request`).
- * undici's index also loads its fetch, WebSocket, EventSource, cache and mock modules, which
- * nothing here runs. Without them the manager's start reads 0.36 MB less source (the core chunk
- * went from 1.74 MB to 0.83 MB plus 0.55 MB it shares with the lazy fetch; the idle database-user
- * manager 84.5 -> 81.0 MiB, docs/performance.md finding 14). client-node's
- * generated HTTP library imports `fetch`, which the manager never calls: it is loaded (a chunk of
- * its own) on the first call. A module that imports another name from "undici" fails the build
- * ("… is not exported").
- */
-const undiciEntry = "\0stateward-undici";
-const slimUndici: Plugin = {
-  name: "slim-undici",
-  resolveId: (source) => (source === "undici" ? undiciEntry : null),
-  load: (id) =>
-    id === undiciEntry
-      ? [
-          `import Dispatcher from "undici/lib/dispatcher/dispatcher.js";`,
-          `import api from "undici/lib/api/index.js";`,
-          `import Agent from "undici/lib/dispatcher/agent.js";`,
-          `import ProxyAgent from "undici/lib/dispatcher/proxy-agent.js";`,
-          // What undici's index does: request, stream, pipeline, upgrade and connect become methods of every dispatcher.
-          `Object.assign(Dispatcher.prototype, api);`,
-          `export { Agent, Dispatcher, ProxyAgent };`,
-          `export const fetch = async (...args) => (await import("undici/lib/web/fetch/index.js")).fetch(...args);`,
-        ].join("\n")
-      : null,
-};
-
 const bundleDir = join(root, "dist");
 rmSync(bundleDir, { recursive: true, force: true });
 const bundled = await build({
@@ -133,7 +94,7 @@ const bundled = await build({
     // manager's heap (docs/performance.md, finding 13).
     charset: "ascii",
   },
-  plugins: [slimUndici, asciiComments],
+  plugins: [slimUndici, lazyRequire, asciiComments],
 });
 // The image has no package.json above dist/: without this one Node would first try each file as
 // CommonJS and fall back to ES module syntax detection, which cost ~10 MiB of RSS at start.

@@ -153,7 +153,7 @@ export class KubeClient {
     const dispatcher = stream ? await this.connections.forWatch() : await this.connections.pool(credentials.material);
     const attempt = () =>
       // The dispatcher's own request (what undici's top-level `request` calls): the bundle loads
-      // only the parts of undici that the manager uses (hack/build.ts).
+      // only the parts of undici that the manager uses (hack/bundle-plugins.ts).
       dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method, headers, body, signal }).catch((err: unknown) => {
         throw this.transportError(err, signal);
       });
