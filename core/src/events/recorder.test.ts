@@ -64,3 +64,51 @@ describe("EventRecorder series", () => {
     expect(writes.map((w) => w.verb)).toEqual(["patch"]);
   });
 });
+
+describe("EventRecorder.emit", () => {
+  it("writes in the background, one at a time in the order emitted, and flush waits for them", async () => {
+    const writes: string[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const client = {
+      create: async (_kind: unknown, obj: KubeObject & { reason?: string }) => {
+        maxInFlight = Math.max(maxInFlight, ++inFlight);
+        await new Promise((r) => setTimeout(r, 2));
+        writes.push(obj.reason!);
+        inFlight--;
+        return obj;
+      },
+    } as unknown as KubeClient;
+    const recorder = new EventRecorder(client, { reportingController: "test" });
+    for (let i = 0; i < 5; i++) recorder.emit(object(`o${i}`), "Normal", `Step${i}`, "note");
+    expect(writes).toEqual([]); // nothing waited for
+    await recorder.flush();
+    expect(writes).toEqual(["Step0", "Step1", "Step2", "Step3", "Step4"]);
+    expect(maxInFlight).toBe(1);
+  });
+
+  it("drops what is emitted while 1,000 events wait, and says so", async () => {
+    let release!: () => void;
+    const stuck = new Promise<void>((r) => (release = r));
+    let created = 0;
+    const client = {
+      create: async (_kind: unknown, obj: KubeObject) => {
+        await stuck;
+        created++;
+        return obj;
+      },
+    } as unknown as KubeClient;
+    const errors: string[] = [];
+    const recorder = new EventRecorder(client, { reportingController: "test", onError: (err) => errors.push((err as Error).message) });
+    for (let i = 0; i < 1_005; i++) recorder.emit(object(`o${i}`), "Normal", "Created", "created");
+    expect(errors).toHaveLength(5);
+    expect(errors[0]).toMatch(/Created dropped: 1000 events are waiting/);
+    release();
+    await recorder.flush();
+    expect(created).toBe(1_000);
+    // Once written, there is room again.
+    recorder.emit(object("late"), "Normal", "Created", "created");
+    await recorder.flush();
+    expect(created).toBe(1_001);
+  });
+});

@@ -31,11 +31,16 @@ interface Seen {
 }
 
 const MAX_NOTE = 1024;
+/** Events `emit` lets wait to be written, at most (client-go's broadcaster buffers 1,000 as well). */
+const MAX_QUEUED = 1_000;
 
 export class EventRecorder {
   private readonly client: KubeClient;
   private readonly opts: Required<Omit<EventRecorderOptions, "onError">> & Pick<EventRecorderOptions, "onError">;
   private readonly seen = new Map<string, Seen>();
+  /** The last write `emit` queued; writes run one after the other, in the order emitted. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private queued = 0;
 
   constructor(client: KubeClient, opts: EventRecorderOptions) {
     this.client = client;
@@ -62,6 +67,27 @@ export class EventRecorder {
       this.opts.onError?.(err);
       return false;
     }
+  }
+
+  /**
+   * Records an event in the background, as client-go's recorder does: the reconcile that reports
+   * it does not wait for the API write (one round trip less in every reconcile that changed
+   * something). Writes run one at a time, in the order emitted, so a repeat still joins its
+   * series. When MAX_QUEUED events wait already (an API server that stopped answering), this one
+   * is dropped and reported to `onError`. `flush` waits for what was emitted.
+   */
+  emit(regarding: KubeObject, type: EventType, reason: string, note: string, action = reason): void {
+    if (this.queued >= MAX_QUEUED) {
+      this.opts.onError?.(new Error(`event ${reason} dropped: ${MAX_QUEUED} events are waiting to be written`));
+      return;
+    }
+    this.queued++;
+    this.queue = this.queue.then(() => this.record(regarding, type, reason, note, action)).finally(() => this.queued--);
+  }
+
+  /** Resolves when every event emitted so far was written (or failed to be). */
+  async flush(): Promise<void> {
+    await this.queue;
   }
 
   private async write(regarding: KubeObject, type: EventType, reason: string, note: string, action: string): Promise<void> {

@@ -7,6 +7,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Container, ContainerModule, type ContainerModuleLoadOptions } from "inversify";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Cache, type InformerOptions } from "../cache/index.ts";
 import { KubeClient, builtin, type RequestObservation } from "../client/index.ts";
 import type { Controller} from "../controller/index.ts";
@@ -104,6 +105,8 @@ export class Manager {
   private controllersRunning = false;
   private lostLeadership = false;
   private stopping: Promise<void> | undefined;
+  /** Every EventRecorder handed to an operator: what they emitted is flushed at stop. */
+  private readonly recorders: EventRecorder[] = [];
   private resolveDone!: () => void;
   private rejectDone!: (err: Error) => void;
   /** Settles when the manager has stopped; rejects if it lost leadership or was stopped for an error. */
@@ -160,13 +163,14 @@ export class Manager {
     c.bind(Tokens.BackgroundTasks).toConstantValue(this.background);
     c.bind(Tokens.Identity).toConstantValue(this.identity);
     c.bind(Tokens.Leadership).toConstantValue(this.leadership);
-    c.bind(Tokens.EventRecorderFactory).toConstantValue(
-      (controller: string) =>
-        new EventRecorder(this.client, {
-          reportingController: `stateward.io/${controller}`,
-          onError: (err) => this.logger.warn("could not record event", { controller, err }),
-        }),
-    );
+    c.bind(Tokens.EventRecorderFactory).toConstantValue((controller: string) => {
+      const recorder = new EventRecorder(this.client, {
+        reportingController: `stateward.io/${controller}`,
+        onError: (err) => this.logger.warn("could not record event", { controller, err }),
+      });
+      this.recorders.push(recorder);
+      return recorder;
+    });
   }
 
   /**
@@ -305,6 +309,13 @@ export class Manager {
       const abortReason = reason ?? new Error("the manager is shutting down");
       this.leadershipStopper.abort(abortReason);
       await Promise.all([...this.controllers.map((c) => c.stop(grace, abortReason)), this.background.stop(grace, abortReason)]);
+      // Events emitted in the background are written before the client goes (bounded as the reconciles are).
+      const flushed = new AbortController();
+      await Promise.race([
+        Promise.all(this.recorders.map((r) => r.flush())),
+        sleep(grace, undefined, { signal: flushed.signal }).catch(() => undefined),
+      ]);
+      flushed.abort();
       await this.elector?.stop();
       await this.cache.stop();
       await Promise.all([this.probes.stop(), this.metricsServer.stop()]);

@@ -121,8 +121,9 @@ describe("database-user operator", () => {
       await admin.query(`DROP DATABASE ${q(`dbuX${id}`)}`);
     }
 
-    const events = await eventsFor(client, ns, "app");
-    expect(events.find((e) => e.reason === "AccountUpdated")?.note).toMatch(/^Created the account; granted SELECT, INSERT on/);
+    // Written in the background after Ready (as client-go's recorder does), so waited for.
+    const updated = await waitFor("the AccountUpdated event", async () => (await eventsFor(client, ns, "app")).find((e) => e.reason === "AccountUpdated"));
+    expect(updated.note).toMatch(/^Created the account; granted SELECT, INSERT on/);
 
     // kubectl shows the columns of the issue.
     const { stdout } = await run(tools.kubectl(), ["--kubeconfig", env.kubeconfig, "-n", ns, "get", "dbu", "app"]);
@@ -322,8 +323,8 @@ describe("database-user operator", () => {
     const [rows] = await admin.query("SELECT ssl_type AS t, max_user_connections AS m FROM mysql.user WHERE User = ? AND Host = '%'", [name]);
     expect(rows).toEqual([{ t: "ANY", m: 3 }]);
     expect(await showGrants(admin, name)).toEqual([`GRANT SELECT ON \`dbu\\_${id}\\_other\`.* TO \`${name}\`@\`%\``]);
-    const events = await eventsFor(client, ns, "legacy");
-    expect(events.map((e) => e.note).join("\n")).toMatch(/Adopted the existing account; set the password; set REQUIRE SSL and MAX_USER_CONNECTIONS 3/);
+    const adopted = await waitFor("the AccountUpdated event", async () => (await eventsFor(client, ns, "legacy")).find((e) => e.reason === "AccountUpdated"));
+    expect(adopted.note).toMatch(/Adopted the existing account; set the password; set REQUIRE SSL and MAX_USER_CONNECTIONS 3/);
 
     // Limits back to none: the account can log in without TLS again.
     await client.patch(DBU, ns, "legacy", { spec: { maxUserConnections: 0, tlsRequirement: "None" } });

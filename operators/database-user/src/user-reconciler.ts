@@ -321,7 +321,8 @@ export class DatabaseUserReconciler implements Reconciler {
         message: `Account ${describeAccount(account)} on MySQLInstance ${instance.metadata.name ?? ""} (${conn.server.flavor} ${conn.server.version}) has ${grantCount} grant${grantCount === 1 ? "" : "s"}`,
       }),
     );
-    if (changed.length > 0) await this.d.events.record(updated, "Normal", "AccountUpdated", capitalize(`${changed.join("; ")}`));
+    // In the background: Ready is already written, and the next user need not wait for this Event.
+    if (changed.length > 0) this.d.events.emit(updated, "Normal", "AccountUpdated", capitalize(`${changed.join("; ")}`));
     this.verifiedAt.set(uid, this.d.clock.now().getTime());
     return { requeueAfter: jitter(this.driftCheckIntervalMs) };
   }
