@@ -7,11 +7,12 @@
 //   stateward help [COMMAND]
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { setFlagsFromString } from "node:v8";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { Manager, createLogger, uniqueKinds, type LogLevel } from "@stateward/core";
 import { EXIT, exitCodeOf, messageOf } from "./commands/common.ts";
-import { UsageError, selectOperators } from "./operators.ts";
+import { UsageError, optimizingCompilerNeeded, selectOperatorNames, selectOperators } from "./operators.ts";
 
 const usage = `Usage: stateward COMMAND [flags]      (stateward help COMMAND, or COMMAND --help, for its flags)
 
@@ -94,7 +95,11 @@ async function run(argv: string[]): Promise<number> {
   if (values.crds !== "install" && values.crds !== "verify") throw new UsageError(`--crds must be install or verify, not "${values.crds}"`);
   if (values.secrets !== "watch" && values.secrets !== "get") throw new UsageError(`--secrets must be watch or get, not "${values.secrets}"`);
   const namespaces = list(values.namespaces);
-  const operators = await selectOperators(list(values.operators));
+  const selected = selectOperatorNames(list(values.operators));
+  // Before any operator's code is loaded: set later, V8 would have optimized some of it already.
+  const optimizingCompiler = optimizingCompilerNeeded(selected);
+  if (!optimizingCompiler) setFlagsFromString("--no-turbofan");
+  const operators = await selectOperators(selected);
   const logger = createLogger({ level: level as LogLevel });
 
   const kubeConfig = new KubeConfig();
@@ -135,6 +140,7 @@ async function run(argv: string[]): Promise<number> {
     operators: manager.loadedOperators,
     health: manager.healthAddress ?? null,
     metrics: manager.metricsAddress ?? null,
+    optimizingCompiler,
   });
   try {
     await manager.done;

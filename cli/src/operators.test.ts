@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { UsageError, operatorNames, selectOperatorNames } from "./operators.ts";
+import { UsageError, operatorNames, optimizingCompilerNeeded, selectOperatorNames } from "./operators.ts";
 
 describe("selecting operators by name (before any operator module is loaded)", () => {
   it("selects every operator when none is named", () => {
@@ -15,5 +15,14 @@ describe("selecting operators by name (before any operator module is loaded)", (
   it("refuses unknown names and lists the known ones", () => {
     expect(() => selectOperatorNames(["database-user", "postgres"])).toThrow(UsageError);
     expect(() => selectOperatorNames(["postgres"])).toThrow("unknown operator(s): postgres; available: database-user, mysql-backup, mysql-cluster");
+  });
+});
+
+describe("V8's optimizing compiler, by what the selected operators do", () => {
+  it("is needed when an operator that moves data is selected, not for database-user alone", () => {
+    expect(optimizingCompilerNeeded(["database-user"])).toBe(false);
+    expect(optimizingCompilerNeeded(["database-user", "mysql-backup"])).toBe(true);
+    expect(optimizingCompilerNeeded(["mysql-cluster"])).toBe(true);
+    expect(optimizingCompilerNeeded(selectOperatorNames(undefined))).toBe(true);
   });
 });

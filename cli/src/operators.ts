@@ -7,12 +7,27 @@
 // memory (docs/performance.md).
 import { uniqueKinds, type CustomKind, type OperatorModule } from "@stateward/core";
 
-/** Every available operator, in a stable order, and how to load it. */
-export const operatorLoaders: readonly { name: string; load: () => Promise<OperatorModule> }[] = [
-  { name: "database-user", load: async () => (await import("@stateward/operator-database-user")).databaseUserOperator },
-  { name: "mysql-backup", load: async () => (await import("@stateward/operator-mysql-backup")).mysqlBackupOperator },
-  { name: "mysql-cluster", load: async () => (await import("@stateward/operator-mysql-cluster")).mysqlClusterOperator },
+/**
+ * Every available operator, in a stable order, and how to load it. `movesData`: the operator
+ * streams a database's rows through the manager (mysql-backup's dumps and restores, mysql-cluster's
+ * seeding of a replica), loops that need V8's optimizing compiler (see optimizingCompilerNeeded).
+ */
+export const operatorLoaders: readonly { name: string; movesData: boolean; load: () => Promise<OperatorModule> }[] = [
+  { name: "database-user", movesData: false, load: async () => (await import("@stateward/operator-database-user")).databaseUserOperator },
+  { name: "mysql-backup", movesData: true, load: async () => (await import("@stateward/operator-mysql-backup")).mysqlBackupOperator },
+  { name: "mysql-cluster", movesData: true, load: async () => (await import("@stateward/operator-mysql-cluster")).mysqlClusterOperator },
 ];
+
+/**
+ * Whether a manager running these operators needs V8's optimizing compiler (TurboFan). Without a
+ * selected operator that moves data, `stateward run` turns it off before loading any operator:
+ * the work is API requests and a few SQL statements per object, which V8's mid tier (Maglev)
+ * compiles as fast, and the optimizing compiler's own code and zones are ~6 MiB of the peak RSS
+ * (docs/performance.md, finding 17). A dump or a restore runs a third more CPU without it.
+ */
+export function optimizingCompilerNeeded(selected: readonly string[]): boolean {
+  return operatorLoaders.some((o) => o.movesData && selected.includes(o.name));
+}
 
 /** The names `--operators` accepts, in the registry's order. */
 export const operatorNames: readonly string[] = operatorLoaders.map((o) => o.name);
