@@ -5,6 +5,8 @@
 // graceful-shutdown time, so a task can record why it stopped. When this
 // manager loses leadership the signal aborts at once with a
 // LeadershipLostError: the task stops and leaves recording to the new leader.
+import { settledWithin } from "./bounded-wait.ts";
+
 export interface BackgroundTask {
   name: string;
   startedAt: Date;
@@ -69,11 +71,6 @@ export class BackgroundTasks {
    */
   async stop(timeoutMs: number, reason?: Error): Promise<boolean> {
     this.stopper.abort(reason);
-    const all = Promise.all([...this.running.values()].map((r) => r.done)).then(() => true);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
-    const result = await Promise.race([all, timeout]);
-    clearTimeout(timer);
-    return result;
+    return settledWithin(Promise.all([...this.running.values()].map((r) => r.done)), timeoutMs);
   }
 }

@@ -9,6 +9,7 @@
 //   3. exit non-zero, so the Deployment restarts a clean process.
 // A second fatal error while stopping exits at once.
 import type { Logger } from "../log/index.ts";
+import { settledWithin } from "./bounded-wait.ts";
 
 export interface CrashPolicyOptions {
   logger: Logger;
@@ -58,14 +59,7 @@ export function installCrashPolicy(options: CrashPolicyOptions): () => void {
     }
     options.logger.error("unexpected error: stopping the manager and exiting so that it restarts clean", { kind, err, inFlight });
     const reason = new FatalErrorStop(`the manager hit an unexpected error (${describe(err)}) and restarted`);
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, graceMs);
-    });
-    void Promise.race([options.stop(reason).catch(() => undefined), bound]).then(() => {
-      clearTimeout(timer);
-      exit(fatalExitCode);
-    });
+    void settledWithin(options.stop(reason), graceMs).then(() => exit(fatalExitCode));
   };
 
   const rejection = onFatal("unhandledRejection");

@@ -1,4 +1,5 @@
 export { BackgroundTasks, type BackgroundTask } from "./background.ts";
+export { settledWithin } from "./bounded-wait.ts";
 export { FatalErrorStop, fatalExitCode, installCrashPolicy, type CrashPolicyOptions } from "./crash-policy.ts";
 export { ensureCrds, type CrdPolicy } from "./crds.ts";
 export { Manager, TARGET_LABEL, type LeaderElectionConfig, type ManagerOptions, type RequestCounts } from "./manager.ts";

@@ -7,7 +7,6 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Container, ContainerModule, type ContainerModuleLoadOptions } from "inversify";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Cache, type InformerOptions } from "../cache/index.ts";
 import { KubeClient, builtin, type RequestObservation } from "../client/index.ts";
 import type { Controller} from "../controller/index.ts";
@@ -18,6 +17,7 @@ import { LeaderElector, LeadershipLostError, type Leadership } from "../leader/i
 import { createLogger, type Logger } from "../log/index.ts";
 import { Metrics } from "../metrics/index.ts";
 import { BackgroundTasks } from "./background.ts";
+import { settledWithin } from "./bounded-wait.ts";
 import { installCrashPolicy, type CrashPolicyOptions } from "./crash-policy.ts";
 import { ensureCrds, type CrdPolicy } from "./crds.ts";
 import { uniqueKinds, type ControllerSetup, type OperatorModule } from "./module.ts";
@@ -310,12 +310,7 @@ export class Manager {
       this.leadershipStopper.abort(abortReason);
       await Promise.all([...this.controllers.map((c) => c.stop(grace, abortReason)), this.background.stop(grace, abortReason)]);
       // Events emitted in the background are written before the client goes (bounded as the reconciles are).
-      const flushed = new AbortController();
-      await Promise.race([
-        Promise.all(this.recorders.map((r) => r.flush())),
-        sleep(grace, undefined, { signal: flushed.signal }).catch(() => undefined),
-      ]);
-      flushed.abort();
+      await settledWithin(Promise.all(this.recorders.map((r) => r.flush())), grace);
       await this.elector?.stop();
       await this.cache.stop();
       await Promise.all([this.probes.stop(), this.metricsServer.stop()]);

@@ -1,8 +1,7 @@
 // The uploads of one backup run: each object is compressed and uploaded
 // while it is written (object-upload.ts); all are tracked so a failed run
 // can abort them and delete what they wrote (discard).
-import type { Logger } from "@stateward/core";
-import { setTimeout as sleep } from "node:timers/promises";
+import { settledWithin, type Logger } from "@stateward/core";
 import { BackupError } from "../errors.ts";
 import type { Compression } from "../storage/compression.ts";
 import { ObjectUpload, type StoredObject, type UploadTuning } from "../storage/object-upload.ts";
@@ -72,9 +71,7 @@ export async function discard(store: BackupStore, uploads: Uploads, running: Pro
     await uploads.abortAll(reason);
     // With connections dropped and uploads aborted, the parallel work fails
     // fast; waiting for it means no upload can start after the cleanup.
-    const timer = new AbortController();
-    await Promise.race([Promise.allSettled(running), sleep(10_000, undefined, { signal: timer.signal }).catch(() => undefined)]);
-    timer.abort();
+    await settledWithin(Promise.allSettled(running), 10_000);
     await store.bucket.deleteKeys(uploads.keys());
     await store.bucket.abortIncompleteUploads(store.folder, (key) => store.owns(key));
   } catch (err) {

@@ -1,11 +1,11 @@
 // Streams one object into S3: bytes written here are compressed, hashed
 // (SHA-256 of the stored, compressed bytes) and uploaded in multipart chunks
 // as they come, so memory stays bounded whatever the object's size.
+import { settledWithin } from "@stateward/core";
 import { Upload } from "@aws-sdk/lib-storage";
 import { createHash, type Hash } from "node:crypto";
 import { once } from "node:events";
 import { Transform, pipeline, type TransformCallback } from "node:stream";
-import { setTimeout as sleep } from "node:timers/promises";
 import { BackupError } from "../errors.ts";
 import { createCompressor, type Compression } from "./compression.ts";
 import { describeLocation, type BackupStore } from "./s3.ts";
@@ -174,10 +174,7 @@ export class ObjectUpload {
     this.failure ??= new BackupError("Aborted", `upload of ${this.key} was aborted: ${reason.message}`);
     this.compressor.destroy(reason);
     this.digest.destroy(reason);
-    const timer = new AbortController();
-    const settled = await Promise.race([this.outcome.then(() => true), sleep(graceMs, false, { signal: timer.signal }).catch(() => false)]);
-    timer.abort();
-    if (!settled) await this.upload.abort();
+    if (!(await settledWithin(this.outcome, graceMs))) await this.upload.abort();
   }
 
   /** True once S3 holds the complete object (even if it was aborted afterwards). */
