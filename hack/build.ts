@@ -26,7 +26,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { build } from "rolldown";
-import { asciiComments, lazyRequire, slimUndici } from "./bundle-plugins.ts";
+import { asciiComments, builtinsChunk, builtinsOnUse, lazyRequire, slimUndici } from "./bundle-plugins.ts";
 import ts from "typescript";
 
 const root = resolve(import.meta.dirname, "..");
@@ -93,8 +93,9 @@ const bundled = await build({
     // strings and in the license comments kept). ASCII sources saved 2.1 MiB of the idle
     // manager's heap (docs/performance.md, finding 13).
     charset: "ascii",
+    codeSplitting: { groups: [builtinsChunk] },
   },
-  plugins: [slimUndici, lazyRequire, asciiComments],
+  plugins: [builtinsOnUse, slimUndici, lazyRequire, asciiComments],
 });
 // The image has no package.json above dist/: without this one Node would first try each file as
 // CommonJS and fall back to ES module syntax detection, which cost ~10 MiB of RSS at start.

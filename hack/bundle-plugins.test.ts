@@ -1,10 +1,14 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { build, type Plugin } from "rolldown";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { lazyRequire } from "./bundle-plugins.ts";
+
+const run = promisify(execFile);
+import { builtinsChunk, builtinsOnUse, lazyRequire } from "./bundle-plugins.ts";
 
 // mysql2 bundled as the manager's build bundles it, into a folder of its own (no node_modules
 // to fall back on), then run: what it needs from the lazily served files must still be there.
@@ -73,4 +77,56 @@ describe("lazyRequire: what mysql2 keeps for rare cases, out of the loaded sourc
     expect(ca.length).toBeGreaterThan(10);
     expect(ca.every((pem) => pem.startsWith("-----BEGIN CERTIFICATE-----"))).toBe(true);
   });
+});
+
+// Node's http module has getters (WebSocket, CloseEvent, MessageEvent) that load Node's own undici;
+// an ES module import of node:http runs them. The bundle, run in a process of its own, says what it
+// got and whether that copy of undici was loaded.
+const httpEntry = "\0test-http-entry";
+const httpUser: Plugin = {
+  name: "test-http-user",
+  resolveId: (source) => (source === httpEntry || source === "\0test-cjs" ? source : null),
+  load: (id) => {
+    if (id === "\0test-cjs") return { code: `module.exports = require("http");`, moduleType: "js" };
+    if (id !== httpEntry) return null;
+    return [
+      `import http, { STATUS_CODES, createServer } from "node:http";`,
+      `import * as https from "https";`,
+      `import required from "\\0test-cjs";`,
+      `console.log(JSON.stringify({`,
+      `  notFound: STATUS_CODES[404],`,
+      `  createServer: typeof createServer,`,
+      `  httpsAgent: typeof https.Agent,`,
+      `  same: http === process.getBuiltinModule("node:http") && required === http,`,
+      `  nodeUndici: process.moduleLoadList.includes("NativeModule internal/deps/undici/undici"),`,
+      `}));`,
+    ].join("\n");
+  },
+};
+
+async function bundleAndRun(plugins: Plugin[]): Promise<{ notFound: string; createServer: string; httpsAgent: string; same: boolean; nodeUndici: boolean }> {
+  const dir = mkdtempSync(join(tmpdir(), "stateward-builtins-"));
+  try {
+    await build({
+      input: httpEntry,
+      platform: "node",
+      logLevel: "silent",
+      output: { dir, format: "esm", entryFileNames: "entry.mjs", chunkFileNames: "[name].mjs", codeSplitting: { groups: [builtinsChunk] } },
+      plugins: [httpUser, ...plugins],
+    });
+    const { stdout } = await run(process.execPath, [join(dir, "entry.mjs")]);
+    return JSON.parse(stdout) as Awaited<ReturnType<typeof bundleAndRun>>;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("builtinsOnUse: Node's built-in modules as require reads them", () => {
+  it("gives the importing code what an import would, without loading Node's own undici", async () => {
+    expect(await bundleAndRun([builtinsOnUse])).toEqual({ notFound: "Not Found", createServer: "function", httpsAgent: "function", same: true, nodeUndici: false });
+  }, 60_000);
+
+  it("is needed: the same bundle with plain imports of the built-ins loads it", async () => {
+    expect((await bundleAndRun([])).nodeUndici).toBe(true);
+  }, 60_000);
 });

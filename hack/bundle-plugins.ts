@@ -1,7 +1,7 @@
 // The build's plugins for Rolldown (hack/build.ts): what the bundle of the `stateward` command
 // leaves out of the source every manager loads, and why. Tested in bundle-plugins.test.ts.
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { createRequire, isBuiltin } from "node:module";
 import { build, type Plugin } from "rolldown";
 
 /**
@@ -13,6 +13,31 @@ export const asciiComments: Plugin = {
   name: "ascii-comments",
   renderChunk: (code) => code.replace(/[^\0-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
 };
+
+/**
+ * Node's built-in modules read with `process.getBuiltinModule`, as `require` reads them. An ES
+ * module `import` of a built-in builds a namespace of all its exports, and so runs their getters:
+ * `node:http`'s `WebSocket`, `CloseEvent` and `MessageEvent` load Node's own copy of undici (its
+ * fetch and WebSocket, 8 MiB of RSS in a bare `node`), `node:fs` its promises API, `node:util` and
+ * `node:process` more — none of which the manager uses. Each built-in becomes a CommonJS module of
+ * the bundle whose exports are the built-in itself: a default import is the module, a named or
+ * namespace import reads a property when the code reads it (the bundler's interop), and a
+ * `require` returns the module as Node's would.
+ */
+const builtinPrefix = "\0stateward-builtin:";
+const bundlerRuntime = "\0rolldown/runtime.js";
+export const builtinsOnUse: Plugin = {
+  name: "builtins-on-use",
+  // Not for the bundler's own runtime, which the shims' chunk imports itself (a cycle at load).
+  resolveId: (source, importer) =>
+    isBuiltin(source) && importer !== bundlerRuntime ? builtinPrefix + source.replace(/^node:/, "") : null,
+  load: (id) =>
+    id.startsWith(builtinPrefix)
+      ? { code: `module.exports = process.getBuiltinModule(${JSON.stringify(`node:${id.slice(builtinPrefix.length)}`)});`, moduleType: "js" }
+      : null,
+};
+/** The group (`output.codeSplitting.groups`) that puts those modules in one chunk, instead of a chunk each. */
+export const builtinsChunk = { name: "node-builtins", test: (id: string) => id.startsWith(builtinPrefix) };
 
 /**
  * `undici` as the bundle's modules use it: the Agent and ProxyAgent client-node's KubeConfig

@@ -127,7 +127,7 @@ describe("the image's build, alone in a folder", () => {
   }, 120_000);
 
   // V8 keeps the source of every chunk a process loads: what the manager never calls stays unloaded.
-  it("starts a database-user manager without loading the YAML library or undici's fetch", async () => {
+  it("starts a database-user manager without loading the YAML library, undici's fetch or Node's own undici", async () => {
     const chunkDir = join(alone, "dist", "chunks");
     const chunks = readdirSync(chunkDir).filter((f) => f.endsWith(".js"));
     const code = new Map(chunks.map((f) => [f, readFileSync(join(chunkDir, f), "utf8")]));
@@ -136,21 +136,28 @@ describe("the image's build, alone in a folder", () => {
     const fetchChunks = chunks.filter((f) => code.get(f)!.includes("fetch failed"));
     expect(yaml.length).toBeGreaterThan(0);
     expect(fetchChunks).toHaveLength(1);
-    // A module hook, outside dist/, that writes down each chunk the manager loads.
+    // A module hook, outside dist/, that writes down each chunk the manager loads, and at exit
+    // the built-in modules Node loaded for it.
     const loadedList = join(alone, "loaded-chunks.txt");
+    const builtinList = join(alone, "loaded-builtins.txt");
     const hook = join(alone, "record-loads.mjs");
     writeFileSync(hook, [
-      `import { appendFileSync } from "node:fs";`,
+      `import { appendFileSync, writeFileSync } from "node:fs";`,
       `import { registerHooks } from "node:module";`,
       `registerHooks({ load(url, context, next) {`,
       `  if (url.includes("/chunks/")) appendFileSync(${JSON.stringify(loadedList)}, url.split("/").pop() + "\\n");`,
       `  return next(url, context);`,
       `} });`,
+      `process.on("exit", () => writeFileSync(${JSON.stringify(builtinList)}, process.moduleLoadList.join("\\n")));`,
     ].join("\n"));
     const { exit, log } = await runManagerUntilReady(["--operators", "database-user"], ["--import", hook]);
     expect(exit, log).toBe(0);
     const loaded = readFileSync(loadedList, "utf8").split("\n").filter(Boolean);
     expect(loaded.length).toBeGreaterThan(1);
     expect(loaded.filter((f) => yaml.includes(f) || fetchChunks.includes(f))).toEqual([]);
+    // Node's fetch and WebSocket, loaded by an ES module import of node:http (hack/bundle-plugins.ts, builtinsOnUse).
+    const builtins = readFileSync(builtinList, "utf8").split("\n");
+    expect(builtins.length).toBeGreaterThan(100);
+    expect(builtins.filter((m) => m.includes("undici"))).toEqual([]);
   }, 120_000);
 });
