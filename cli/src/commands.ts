@@ -12,7 +12,7 @@ import { setFlagsFromString } from "node:v8";
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { Manager, createLogger, uniqueKinds, type LogLevel } from "@stateward/core";
 import { EXIT, exitCodeOf, messageOf } from "./commands/common.ts";
-import { UsageError, optimizingCompilerNeeded, selectOperatorNames, selectOperators } from "./operators.ts";
+import { UsageError, engineFlagsFor, selectOperatorNames, selectOperators } from "./operators.ts";
 
 const usage = `Usage: stateward COMMAND [flags]      (stateward help COMMAND, or COMMAND --help, for its flags)
 
@@ -97,8 +97,8 @@ async function run(argv: string[]): Promise<number> {
   const namespaces = list(values.namespaces);
   const selected = selectOperatorNames(list(values.operators));
   // Before any operator's code is loaded: set later, V8 would have optimized some of it already.
-  const optimizingCompiler = optimizingCompilerNeeded(selected);
-  if (!optimizingCompiler) setFlagsFromString("--no-turbofan");
+  const engineFlags = engineFlagsFor(selected);
+  for (const flag of engineFlags) setFlagsFromString(flag);
   const operators = await selectOperators(selected);
   const logger = createLogger({ level: level as LogLevel });
 
@@ -140,7 +140,7 @@ async function run(argv: string[]): Promise<number> {
     operators: manager.loadedOperators,
     health: manager.healthAddress ?? null,
     metrics: manager.metricsAddress ?? null,
-    optimizingCompiler,
+    engineFlags,
   });
   try {
     await manager.done;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { UsageError, operatorNames, optimizingCompilerNeeded, selectOperatorNames } from "./operators.ts";
+import { UsageError, engineFlagsFor, operatorNames, selectOperatorNames } from "./operators.ts";
 
 describe("selecting operators by name (before any operator module is loaded)", () => {
   it("selects every operator when none is named", () => {
@@ -18,11 +18,11 @@ describe("selecting operators by name (before any operator module is loaded)", (
   });
 });
 
-describe("V8's optimizing compiler, by what the selected operators do", () => {
-  it("is needed when an operator that moves data is selected, not for database-user alone", () => {
-    expect(optimizingCompilerNeeded(["database-user"])).toBe(false);
-    expect(optimizingCompilerNeeded(["database-user", "mysql-backup"])).toBe(true);
-    expect(optimizingCompilerNeeded(["mysql-cluster"])).toBe(true);
-    expect(optimizingCompilerNeeded(selectOperatorNames(undefined))).toBe(true);
+describe("V8's settings, by what the selected operators do", () => {
+  it("trade CPU for memory for database-user alone, and keep V8's defaults when an operator moves data", () => {
+    expect(engineFlagsFor(["database-user"])).toEqual(["--no-turbofan", "--heap-growing-percent=20"]);
+    expect(engineFlagsFor(["database-user", "mysql-backup"])).toEqual([]);
+    expect(engineFlagsFor(["mysql-cluster"])).toEqual([]);
+    expect(engineFlagsFor(selectOperatorNames(undefined))).toEqual([]);
   });
 });

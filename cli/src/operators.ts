@@ -10,7 +10,7 @@ import { uniqueKinds, type CustomKind, type OperatorModule } from "@stateward/co
 /**
  * Every available operator, in a stable order, and how to load it. `movesData`: the operator
  * streams a database's rows through the manager (mysql-backup's dumps and restores, mysql-cluster's
- * seeding of a replica), loops that need V8's optimizing compiler (see optimizingCompilerNeeded).
+ * seeding of a replica), loops that need V8's optimizing compiler and room to allocate (see engineFlagsFor).
  */
 export const operatorLoaders: readonly { name: string; movesData: boolean; load: () => Promise<OperatorModule> }[] = [
   { name: "database-user", movesData: false, load: async () => (await import("@stateward/operator-database-user")).databaseUserOperator },
@@ -19,14 +19,20 @@ export const operatorLoaders: readonly { name: string; movesData: boolean; load:
 ];
 
 /**
- * Whether a manager running these operators needs V8's optimizing compiler (TurboFan). Without a
- * selected operator that moves data, `stateward run` turns it off before loading any operator:
- * the work is API requests and a few SQL statements per object, which V8's mid tier (Maglev)
- * compiles as fast, and the optimizing compiler's own code and zones are ~6 MiB of the peak RSS
- * (docs/performance.md, finding 17). A dump or a restore runs a third more CPU without it.
+ * The V8 settings `stateward run` applies for these operators, before loading any of them. A
+ * manager with an operator that moves data keeps V8's defaults and the image's flags. Without one,
+ * the work is API requests and a few SQL statements per object, and memory is worth more than
+ * the last few percent of CPU:
+ * - `--no-turbofan`: V8's mid tier (Maglev) compiles that work as fast, and the optimizing
+ *   compiler's own code and zones are ~6 MiB of the peak RSS (docs/performance.md, finding 17).
+ *   A dump or a restore runs a third more CPU without it.
+ * - `--heap-growing-percent=20` (the image starts every manager with 50): after each full GC the
+ *   old generation may grow by a fifth before the next instead of by half; ~4 MiB less at the peak
+ *   of 1,000 accounts for a few more collections (finding 18). A backup's CPU rose by a fifth with it.
  */
-export function optimizingCompilerNeeded(selected: readonly string[]): boolean {
-  return operatorLoaders.some((o) => o.movesData && selected.includes(o.name));
+export function engineFlagsFor(selected: readonly string[]): string[] {
+  const movesData = operatorLoaders.some((o) => o.movesData && selected.includes(o.name));
+  return movesData ? [] : ["--no-turbofan", "--heap-growing-percent=20"];
 }
 
 /** The names `--operators` accepts, in the registry's order. */
