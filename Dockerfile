@@ -46,7 +46,9 @@ EXPOSE 8080 8081
 # peak from 338 MiB (Node's defaults) to about 125 MiB; the arena, 5-6 MiB more (finding 13
 # measured it with other flags; see there). The benchmarks and the memory-limit test run this ENV
 # and ENTRYPOINT as written (e2e/support/image-command.ts). The chart adds the heap's ceiling
-# (NODE_OPTIONS=--max-old-space-size, from the memory limit).
+# (NODE_OPTIONS=--max-old-space-size, from the memory limit). A manager that runs no operator
+# moving data (database-user alone) lowers the factor to 1.2 x and turns TurboFan off at start
+# (cli/src/operators.ts, engineFlagsFor; finding 18).
 ENV MALLOC_ARENA_MAX=1
 ENTRYPOINT ["node", "--max-semi-space-size=2", "--heap-growing-percent=50", "dist/stateward.js"]
 CMD ["run"]
