@@ -6,9 +6,9 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { build, type Plugin } from "rolldown";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { builtinsChunk, builtinsOnUse, lazyRequire } from "./bundle-plugins.ts";
 
 const run = promisify(execFile);
-import { builtinsChunk, builtinsOnUse, lazyRequire } from "./bundle-plugins.ts";
 
 // mysql2 bundled as the manager's build bundles it, into a folder of its own (no node_modules
 // to fall back on), then run: what it needs from the lazily served files must still be there.
