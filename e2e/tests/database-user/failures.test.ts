@@ -98,6 +98,10 @@ describe("database-user failures", () => {
 
     const failed = await waitNotReady(client, ns, "downuser", "InstanceUnreachable");
     expect(readyOf(failed)?.message).toMatch(new RegExp(`^MySQLInstance down is unreachable: .*ECONNREFUSED`));
+    // The Secret and the account are read at the same time; a missing Secret is still what is reported.
+    const both = account("downnosecret");
+    await client.create(DBU, databaseUser(ns, "downnosecret", { instanceRef: { name: "down" }, user: both, passwordSecretRef: { name: "never" } }));
+    expect(readyOf(await waitNotReady(client, ns, "downnosecret", "SecretNotFound"))?.message).toBe(`Secret never not found in namespace ${ns}`);
     const inst = await waitFor("instance Ready=False", async () => {
       const i = await client.get<MySQLInstance>(MYI, ns, "down");
       return readyOf(i)?.status === "False" ? i : undefined;

@@ -48,6 +48,7 @@ import {
   showGrants,
   sslTypeFor,
   type Account,
+  type AccountState,
 } from "./account.ts";
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
 import { actualGrants, changeStatements, describeChange, desiredGrants, diffGrants, isEmptyDiff } from "./grants.ts";
@@ -217,16 +218,20 @@ export class DatabaseUserReconciler implements Reconciler {
       ctx.log.debug("drift check");
     }
 
-    // The password first: a missing Secret is reported without touching the server.
+    quoteAccount(account.user, account.host); // refuses, as terminal, a name the schema let through but MySQL cannot hold
+    // The Secret and the account are read at the same time: neither needs the other, and a new
+    // account's reconcile is otherwise a chain of eight round trips, each waited for in turn
+    // (docs/performance.md, finding 19). Both are reads: nothing on the server changes before the
+    // Secret is known. A failed Secret is still the failure reported, whatever the server says.
+    const onServer = this.readServer(instance, account, cluster);
+    onServer.catch(() => undefined); // awaited below unless the Secret fails first
     const secret = await this.d.secrets.read(namespace, secretRef.name);
     if (!secret) throw new MissingSecretError("SecretNotFound", `Secret ${secretRef.name} not found in namespace ${namespace}`);
     const password = secretValue(secret, secretRef.key ?? "password");
     if (password === "") throw new Failure("SecretKeyEmpty", `Secret ${secretRef.name} has an empty ${secretRef.key ?? "password"}: set a password`);
     const secretVersion = secret.metadata.resourceVersion;
 
-    quoteAccount(account.user, account.host); // refuses, as terminal, a name the schema let through but MySQL cannot hold
-    const conn = await this.d.connector.connect(instance);
-    this.refuseProtected(account, conn.username, cluster);
+    const { conn, state } = await onServer;
     const problems = specProblems(user.spec, conn.server);
     if (problems.length > 0) throw new Failure("InvalidSpec", problems.join("; "), true);
 
@@ -236,7 +241,6 @@ export class DatabaseUserReconciler implements Reconciler {
     const limits = { tls: user.spec.tlsRequirement ?? "None", maxUserConnections: user.spec.maxUserConnections ?? 0 };
 
     let origin = knownOrigin(user);
-    const state = await readAccount(conn, account);
     if (!state) {
       const key = await this.key(); // before CREATE USER: an account is never left without its fingerprint
       // The claim: CREATE USER is recorded on the object before it runs, so that if the operator stops
@@ -325,6 +329,13 @@ export class DatabaseUserReconciler implements Reconciler {
     if (changed.length > 0) this.d.events.emit(updated, "Normal", "AccountUpdated", capitalize(`${changed.join("; ")}`));
     this.verifiedAt.set(uid, this.d.clock.now().getTime());
     return { requeueAfter: jitter(this.driftCheckIntervalMs) };
+  }
+
+  /** Connects to the instance, refuses a protected account (its admin user is known now), reads the account. */
+  private async readServer(instance: MySQLInstance, account: Account, cluster: boolean): Promise<{ conn: InstanceConnection; state: AccountState | undefined }> {
+    const conn = await this.d.connector.connect(instance);
+    this.refuseProtected(account, conn.username, cluster);
+    return { conn, state: await readAccount(conn, account) };
   }
 
   /** Refuses, as terminal, an account no DatabaseUser may manage. */
