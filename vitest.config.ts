@@ -7,7 +7,7 @@ export default defineConfig({
         // Pure logic, beside the code it tests. No servers, no network.
         test: {
           name: "unit",
-          include: ["core/**/*.test.ts", "operators/**/*.test.ts", "cli/**/*.test.ts", "e2e/harness/**/*.test.ts", "hack/**/*.test.ts"],
+          include: ["core/**/*.test.ts", "operators/**/*.test.ts", "cli/**/*.test.ts", "e2e/harness/**/*.test.ts", "e2e/bench/**/*.test.ts", "hack/**/*.test.ts"],
           environment: "node",
         },
       },

@@ -4,12 +4,19 @@
 // (a Go module with cmd/manager, the peer, and cmd/bench, its load driver); it
 // is built with Go into the cache (never into the repository), and its driver
 // runs the same workload — N Secrets + DatabaseUsers, 20 creates in flight, all
-// Ready, a rotation, one DELETE collection — once against the peer and once
-// against `stateward run --operators database-user` as a separate process (the image's
+// Ready, a rotation, one DELETE collection — against the peer and against
+// `stateward run --operators database-user` as a separate process (the image's
 // command line: compiled, with its V8 flags; support/image-command.ts), on
 // the environment's control plane and MariaDB. Both managers are measured the
 // same way, from /proc (CPU, peak RSS) and their own /metrics (API requests,
 // reconciles); SQL per user is MariaDB's server-wide Questions counter.
+//
+// One run of each is one sample of a noisy quantity: on two shared cores the same
+// manager's time until all Ready varies by ±15 % from run to run, more than the
+// difference being measured. So each runs STATEWARD_PEER_PAIRS times (default 2),
+// alternated peer, ours, ours, peer, …, so that a drift in the environment (a
+// growing etcd, other load) weighs on both alike; the rows give the mean of the
+// runs for times, CPU and work, and the highest for memory.
 //
 // Without STATEWARD_PEER_DIR, or without Go, the comparison is skipped with a
 // printed note.
@@ -22,7 +29,7 @@ import { imageCommand } from "../support/image-command.ts";
 import type { BenchRow } from "./benchmark.ts";
 
 /** What the peer's driver writes with --json (the fields used here). */
-interface DriverResult {
+export interface DriverResult {
   startupSeconds: number;
   readySeconds: number;
   cpuSecondsCreatePhase: number;
@@ -48,7 +55,56 @@ export interface PeerComparison {
   details?: Record<string, unknown>;
 }
 
-const PEER_NOTE = "reference (every \"vs peer\" row): the controller-runtime peer, same workload and environment; ratio ours / peer";
+/** How many runs of each, alternated peer, ours, ours, peer, …: STATEWARD_PEER_PAIRS (default 2). */
+function pairs(): number {
+  const raw = process.env.STATEWARD_PEER_PAIRS ?? "2";
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`STATEWARD_PEER_PAIRS must be a whole number of runs of each, 1 or more, not ${raw}`);
+  return n;
+}
+
+/** The order of the runs: each pair is peer then ours, the next ours then peer (ABBA), and so on. */
+export function runOrder(n: number): ("peer" | "ours")[] {
+  return Array.from({ length: n }, (_, i) => (i % 2 === 0 ? (["peer", "ours"] as const) : (["ours", "peer"] as const))).flat();
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Means of counters keyed by name (API requests by method, SQL counters): a key missing from a run counts 0. */
+function meanByKey(maps: (Record<string, number> | undefined)[]): Record<string, number> {
+  const keys = new Set(maps.flatMap((m) => Object.keys(m ?? {})));
+  return Object.fromEntries([...keys].map((k) => [k, mean(maps.map((m) => m?.[k] ?? 0))]));
+}
+
+/**
+ * One result standing for several runs of the same manager: the mean of times, CPU and work
+ * (requests, reconciles, SQL), the highest of the memory figures (a limit must hold for the worst
+ * run), the failures of all.
+ */
+export function combineRuns(runs: DriverResult[]): DriverResult {
+  const first = runs[0];
+  if (first === undefined) throw new Error("combineRuns: no runs");
+  const avg = (f: (r: DriverResult) => number) => mean(runs.map(f));
+  const max = (f: (r: DriverResult) => number) => Math.max(...runs.map(f));
+  return {
+    startupSeconds: avg((r) => r.startupSeconds),
+    readySeconds: avg((r) => r.readySeconds),
+    cpuSecondsCreatePhase: avg((r) => r.cpuSecondsCreatePhase),
+    cpuSecondsEnd: avg((r) => r.cpuSecondsEnd),
+    vmHWMKiB: max((r) => r.vmHWMKiB),
+    vmRSSAtReadyKiB: max((r) => r.vmRSSAtReadyKiB),
+    vmRSSEndKiB: max((r) => r.vmRSSEndKiB),
+    deleteSeconds: avg((r) => r.deleteSeconds),
+    rotationSeconds: avg((r) => r.rotationSeconds),
+    users: first.users,
+    sqlCreatePhase: meanByKey(runs.map((r) => r.sqlCreatePhase)),
+    apiRequestsByMethod: meanByKey(runs.map((r) => r.apiRequestsByMethod)),
+    reconcilesDatabaseUser: avg((r) => r.reconcilesDatabaseUser ?? 0),
+    failures: runs.flatMap((r) => r.failures ?? []),
+  };
+}
+
+const PEER_NOTE = "reference (every \"vs peer\" row): the controller-runtime peer, same workload and environment; ratio ours / peer; runs alternated peer, ours, ours, peer: the mean of each side's runs (memory: the highest)";
 
 /** The go command: $GO, else go on PATH; undefined when there is none that runs. */
 function goCommand(): string | undefined {
@@ -71,7 +127,7 @@ function run(command: string, args: string[], opts: { cwd: string; env?: NodeJS.
   });
 }
 
-/** Runs the peer's driver on `users` DatabaseUsers against the peer, then against our manager. */
+/** Runs the peer's driver on `users` DatabaseUsers against the peer and against our manager, alternated (runOrder). */
 export async function comparePeer(env: EnvironmentInfo, users: number): Promise<PeerComparison> {
   const source = process.env.STATEWARD_PEER_DIR;
   if (!source) return { rows: [], failures: [], skipped: "STATEWARD_PEER_DIR is not set: no comparison with the controller-runtime peer" };
@@ -101,34 +157,39 @@ export async function comparePeer(env: EnvironmentInfo, users: number): Promise<
     // As the image runs it: compiled, with its V8 memory flags (the peer, too, is a compiled binary).
     ours: [ourManager.command, ...ourManager.args],
   };
-  const results: Partial<Record<"peer" | "ours", DriverResult>> = {};
+  const results: Record<"peer" | "ours", DriverResult[]> = { peer: [], ours: [] };
   const failures: string[] = [];
-  for (const label of ["peer", "ours"] as const) {
+  const order = runOrder(pairs());
+  for (const [i, who] of order.entries()) {
+    const label = `${who}-${results[who].length + 1}`;
     const json = join(out, `${label}.json`);
-    console.log(`  peer: ${users} DatabaseUsers against ${label === "peer" ? "the controller-runtime peer" : "our manager (a separate process)"} (log: ${out}/${label}-driver.log) ...`);
+    console.log(`  peer: run ${i + 1}/${order.length}, ${users} DatabaseUsers against ${who === "peer" ? "the controller-runtime peer" : "our manager (a separate process)"} (log: ${out}/${label}-driver.log) ...`);
     const code = await run(
       join(bin, "bench"),
       [
         "run", "--label", label, "--namespace", `dbu-${label}-${suffix}`, "--users", String(users), "--in-flight", "20", "--crds", crds,
         "--mysql-host", env.mysql.host, "--mysql-port", String(env.mysql.port), "--mysql-user", env.mysql.user,
         "--json", json, "--manager-log", join(out, `${label}-manager.log`), "--manager-dir", repoRoot,
-        "--", ...runs[label],
+        "--", ...runs[who],
       ],
       // The driver starts the manager with its own environment: ours gets the image's (MALLOC_ARENA_MAX).
-      { cwd: repoRoot, env: label === "ours" ? { ...driverEnv, ...ourManager.env } : driverEnv, log: join(out, `${label}-driver.log`) },
+      { cwd: repoRoot, env: who === "ours" ? { ...driverEnv, ...ourManager.env } : driverEnv, log: join(out, `${label}-driver.log`) },
     );
     if (!existsSync(json)) {
       failures.push(`the peer's driver wrote no result for ${label} (exit ${code}): see ${out}/${label}-driver.log`);
       continue;
     }
     const result = JSON.parse(readFileSync(json, "utf8")) as DriverResult;
-    results[label] = result;
+    results[who].push(result);
     failures.push(...(result.failures ?? []).map((f) => `${label}: ${f}`));
     if (code !== 0 && (result.failures ?? []).length === 0) failures.push(`${label}: the driver exited ${code}: see ${out}/${label}-driver.log`);
+    console.log(`  peer: ${label}: all Ready ${result.readySeconds.toFixed(2)} s, CPU ${result.cpuSecondsCreatePhase.toFixed(2)} s, peak ${MiB(result.vmHWMKiB).toFixed(1)} MiB`);
   }
-  const { peer, ours } = results;
-  if (!peer || !ours) return { rows: [], failures, details: { peerRuns: out } };
-  return { rows: comparisonRows(ours, peer), failures, details: { peerRuns: out, peer, ours } };
+  // A side with a missing run is not compared: its mean would stand for fewer runs than the other's.
+  if (results.peer.length < order.length / 2 || results.ours.length < order.length / 2) return { rows: [], failures, details: { peerRuns: out } };
+  const peer = combineRuns(results.peer);
+  const ours = combineRuns(results.ours);
+  return { rows: comparisonRows(ours, peer), failures, details: { peerRuns: out, peer, ours, runs: results } };
 }
 
 const MiB = (kib: number) => kib / 1024;

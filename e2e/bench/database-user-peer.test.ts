@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import { combineRuns, comparisonRows, runOrder, type DriverResult } from "./database-user-peer.ts";
+
+const run = (over: Partial<DriverResult>): DriverResult => ({
+  startupSeconds: 0.5,
+  readySeconds: 15,
+  cpuSecondsCreatePhase: 5,
+  cpuSecondsEnd: 8,
+  vmHWMKiB: 100 * 1024,
+  vmRSSAtReadyKiB: 90 * 1024,
+  vmRSSEndKiB: 70 * 1024,
+  deleteSeconds: 12,
+  rotationSeconds: 0.1,
+  users: 1000,
+  sqlCreatePhase: { Questions: 5000 },
+  apiRequestsByMethod: { GET: 2000, PUT: 1000 },
+  reconcilesDatabaseUser: 3000,
+  failures: null,
+  ...over,
+});
+
+describe("the peer comparison", () => {
+  it("alternates the runs peer, ours, ours, peer, so that a drift weighs on both alike", () => {
+    expect(runOrder(1)).toEqual(["peer", "ours"]);
+    expect(runOrder(2)).toEqual(["peer", "ours", "ours", "peer"]);
+    expect(runOrder(3)).toEqual(["peer", "ours", "ours", "peer", "peer", "ours"]);
+  });
+
+  it("stands several runs for one: the mean of times, CPU and work, the highest memory, every failure", () => {
+    const combined = combineRuns([
+      run({ readySeconds: 14, cpuSecondsCreatePhase: 4, vmHWMKiB: 98 * 1024, apiRequestsByMethod: { GET: 2000, PUT: 1000 }, failures: ["a"] }),
+      run({ readySeconds: 18, cpuSecondsCreatePhase: 6, vmHWMKiB: 104 * 1024, apiRequestsByMethod: { GET: 2010, PATCH: 2 }, failures: ["b"] }),
+    ]);
+    expect(combined.readySeconds).toBe(16);
+    expect(combined.cpuSecondsCreatePhase).toBe(5);
+    expect(combined.vmHWMKiB).toBe(104 * 1024);
+    // A method one run never used counts 0 in it.
+    expect(combined.apiRequestsByMethod).toEqual({ GET: 2005, PUT: 500, PATCH: 1 });
+    expect(combined.failures).toEqual(["a", "b"]);
+    expect(() => combineRuns([])).toThrow(/no runs/);
+  });
+
+  it("gives ours as the value and the peer's as the reference", () => {
+    const rows = comparisonRows(combineRuns([run({ readySeconds: 15 }), run({ readySeconds: 17 })]), combineRuns([run({ readySeconds: 16 })]));
+    expect(rows[0]).toMatchObject({ metric: "vs peer: time until all 1,000 Ready", value: 16, reference: 16, unit: "s" });
+  });
+});
