@@ -50,6 +50,8 @@ beforeAll(async () => {
     }
     seen.push({ authorization: req.headers.authorization, clientCert: socket.authorized === true, subject: String(socket.getPeerCertificate().subject?.CN) });
     res.setHeader("content-type", "application/json");
+    // An API server that takes the request and never answers it.
+    if (req.url?.includes("/never-answered")) return;
     if (req.url?.includes("watch=true")) {
       // A watch: one event, then the stream stays open until the client goes.
       res.write(`${JSON.stringify({ type: "ADDED", object: { metadata: { name: "x", namespace: "ns" } } })}\n`);
@@ -163,6 +165,30 @@ describe("KubeClient connections beyond the shared pool", () => {
     } finally {
       dropReused = false;
     }
+  });
+});
+
+describe("KubeClient request timeout", () => {
+  it("fails a request the server never answers after requestTimeoutMs, as the TimeoutError the CLI reports, and the next request still succeeds", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }), requestTimeoutMs: 400 });
+    const started = Date.now();
+    const err: unknown = await client.get(configMaps, "ns", "never-answered").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DOMException);
+    expect((err as DOMException).name).toBe("TimeoutError");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await client.get(configMaps, "ns", "x")).metadata.name).toBe("x");
+  });
+
+  it("stops a request when the caller's signal aborts, with the caller's reason, long before the timeout", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }), requestTimeoutMs: 30_000 });
+    const caller = new AbortController();
+    setTimeout(() => caller.abort(new Error("renew deadline passed")), 200);
+    const started = Date.now();
+    await expect(client.get(configMaps, "ns", "never-answered", { signal: caller.signal })).rejects.toThrow("renew deadline passed");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // A signal already aborted stops the request before it is sent.
+    await expect(client.get(configMaps, "ns", "x", { signal: caller.signal })).rejects.toThrow("renew deadline passed");
   });
 });
 
