@@ -52,6 +52,28 @@ beforeAll(async () => {
     res.setHeader("content-type", "application/json");
     // An API server that takes the request and never answers it.
     if (req.url?.includes("/never-answered")) return;
+    // An answer written in many pieces, some after a pause (many frames, many reads on the client).
+    if (req.url?.includes("/in-pieces")) {
+      const items = Array.from({ length: 2_000 }, (_, i) => ({ metadata: { name: `item-${i}`, namespace: "ns" }, data: { value: "é".repeat(40) } }));
+      const text = JSON.stringify({ apiVersion: "v1", kind: "ConfigMapList", metadata: {}, items });
+      const bytes = Buffer.from(text);
+      const pieces = 20;
+      const size = Math.ceil(bytes.length / pieces);
+      let i = 0;
+      const next = () => {
+        // Cut inside multi-byte characters too: the client must join bytes, not strings.
+        res.write(bytes.subarray(i * size, (i + 1) * size));
+        if (++i < pieces) setTimeout(next, i % 5 === 0 ? 10 : 0);
+        else res.end();
+      };
+      next();
+      return;
+    }
+    if (req.url?.includes("/refused")) {
+      res.statusCode = 409;
+      res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "Conflict", message: "the object has been modified", code: 409 }));
+      return;
+    }
     if (req.url?.includes("watch=true")) {
       // A watch: one event, then the stream stays open until the client goes.
       res.write(`${JSON.stringify({ type: "ADDED", object: { metadata: { name: "x", namespace: "ns" } } })}\n`);
@@ -165,6 +187,19 @@ describe("KubeClient connections beyond the shared pool", () => {
     } finally {
       dropReused = false;
     }
+  });
+});
+
+describe("KubeClient answers", () => {
+  it("reads an answer that arrives in many pieces whole, and a refusal as an ApiError with the server's reason", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }) });
+    const list = await client.request<{ items: { metadata: { name: string }; data: { value: string } }[] }>("GET", "/api/v1/namespaces/ns/configmaps/in-pieces");
+    expect(list.items).toHaveLength(2_000);
+    expect(list.items[1_999]!.metadata.name).toBe("item-1999");
+    expect(list.items.every((item) => item.data.value === "é".repeat(40))).toBe(true);
+    const err: unknown = await client.get(configMaps, "ns", "refused").catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 409, reason: "Conflict" });
+    expect(String((err as Error).message)).toContain("the object has been modified");
   });
 });
 

@@ -1,15 +1,16 @@
 // A small REST client for the Kubernetes API on top of client-node's
 // KubeConfig (which handles kubeconfig files, in-cluster config, client
-// certificates, tokens and exec plugins) and undici's request API (not its fetch:
-// WHATWG Request/Response objects and web streams cost ~0.4 ms more CPU per request,
-// docs/performance.md). It exposes exactly the
+// certificates, tokens and exec plugins) and undici's dispatchers (not its fetch:
+// WHATWG Request/Response objects and web streams cost ~0.4 ms more CPU per request;
+// short requests are dispatched with a handler of our own that reads the answer whole,
+// watches use undici's request API for its streamed body: docs/performance.md). It exposes exactly the
 // verbs a controller runtime needs — paged list, watch with bookmarks,
 // optimistic-concurrency update, status subresource, merge patch, server-side
 // apply — and reports every request to an optional observer (metrics, tests
 // that count writes).
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Dispatcher } from "undici";
-import { ApiConnections } from "./connections.ts";
+import { ApiConnections, type Credentials } from "./connections.ts";
 import { ApiConnectionError, ApiError } from "./errors.ts";
 import type { KubeList, KubeObject } from "./object.ts";
 import { resourcePath, type ResourceType } from "./resource.ts";
@@ -132,9 +133,8 @@ export class KubeClient {
     return new URL(this.server).host;
   }
 
-  private async send(method: string, path: string, opts: RequestOptions, stream: true): Promise<{ res: Answer; dispatcher: Dispatcher }>;
-  private async send(method: string, path: string, opts: RequestOptions, stream: false): Promise<{ res: Answer }>;
-  private async send(method: string, path: string, opts: RequestOptions, stream: boolean): Promise<{ res: Answer; dispatcher?: Dispatcher }> {
+  /** What a request carries: where it goes, its headers and body, and the credentials that pick its pool. */
+  private async prepare(method: string, path: string, opts: RequestOptions): Promise<Prepared> {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     const credentials = await this.connections.credentials();
@@ -144,33 +144,26 @@ export class KubeClient {
       headers["content-type"] = opts.contentType ?? "application/json";
       body = JSON.stringify(opts.body);
     }
+    return { origin: url.origin, path: url.pathname + url.search, method, headers, body, verb: opts.verb ?? (method as Verb), credentials };
+  }
+
+  /** A watch's request on a connection of its own, which the caller destroys when the watch ends. */
+  private async openWatch(path: string, opts: RequestOptions): Promise<{ res: Answer; dispatcher: Dispatcher }> {
+    const req = await this.prepare("GET", path, opts);
     const signal = opts.signal;
     const started = performance.now();
-    const verb = opts.verb ?? (method as Verb);
-    const dispatcher = stream ? await this.connections.forWatch() : await this.connections.pool(credentials.material);
-    const attempt = () =>
-      // The dispatcher's own request (what undici's top-level `request` calls): the bundle loads
-      // only the parts of undici that the manager uses (hack/bundle-plugins.ts).
-      dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method, headers, body, signal }).catch((err: unknown) => {
-        throw this.transportError(err, signal);
-      });
+    const dispatcher = await this.connections.forWatch();
     try {
-      let res: Answer;
-      try {
-        res = await attempt();
-      } catch (err) {
-        // A kept-alive connection the server closed or reset just as the request went out (nothing
-        // answered): a GET is sent again once, on another connection, as Go's transport does. Not
-        // a PUT or DELETE: repeated after it took effect, it would answer 409 or 404.
-        if (stream || method !== "GET" || !connectionLost(err) || signal?.aborted) throw err;
-        res = await attempt();
-      }
-      this.observe?.({ verb, path, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
-      return { res, dispatcher: stream ? dispatcher : undefined };
+      const res = await dispatcher
+        .request({ origin: req.origin, path: req.path, method: "GET", headers: req.headers, signal })
+        .catch((err: unknown) => {
+          throw this.transportError(err, signal);
+        });
+      this.observe?.({ verb: req.verb, path, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
+      return { res, dispatcher };
     } catch (err) {
-      this.observe?.({ verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
-      if (stream) void dispatcher.destroy().catch(() => undefined);
-      else if (timedOut(err)) this.connections.renew("finish");
+      this.observe?.({ verb: req.verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
+      void dispatcher.destroy().catch(() => undefined);
       throw err;
     }
   }
@@ -181,28 +174,68 @@ export class KubeClient {
    */
   private transportError(err: unknown, signal: AbortSignal | undefined): unknown {
     if (signal?.aborted) return signal.reason ?? err;
+    return this.connectionError(err);
+  }
+
+  private connectionError(err: unknown): unknown {
     if (err instanceof ApiConnectionError || !(err instanceof Error) || typeof (err as { code?: unknown }).code !== "string") return err;
     return new ApiConnectionError(this.server, err);
   }
 
-  /** One request; parses JSON; throws ApiError for a non-2xx answer. */
-  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const deadline = new Deadline(this.timeoutMs, opts.signal);
+  /**
+   * One short request on the shared pool: its status and whole body. Dispatched with a handler of
+   * our own (ShortAnswer) rather than undici's request API, whose answer is a Node stream, an
+   * async-hooks resource and an abort listener per request — about a quarter of the client's CPU
+   * per request, for a body that is read whole anyway (docs/performance.md, finding 22).
+   */
+  private async exchange(method: string, path: string, opts: RequestOptions): Promise<{ statusCode: number; text: string }> {
+    let answer: ShortAnswer | undefined;
+    // One deadline for the whole request, from before its credentials are read to its last byte, a
+    // repeat included: it aborts whichever attempt is running.
+    const deadline = new Deadline(this.timeoutMs, opts.signal, (reason) => answer?.abort(reason));
+    const started = performance.now();
+    const verb = opts.verb ?? (method as Verb);
     try {
-      const { res } = await this.send(method, path, { ...opts, signal: deadline.signal }, false);
-      let text: string;
+      const req = await this.prepare(method, path, opts);
+      const dispatcher = await this.connections.pool(req.credentials.material);
+      const attempt = async (): Promise<{ statusCode: number; text: string }> => {
+        if (deadline.stopped) throw deadline.reason;
+        answer = new ShortAnswer();
+        try {
+          dispatcher.dispatch({ origin: req.origin, path: req.path, method, headers: req.headers, body: req.body }, answer);
+        } catch (err) {
+          answer.fail(err);
+        }
+        return answer.done.catch((err: unknown) => {
+          throw deadline.stopped ? deadline.reason : this.connectionError(err);
+        });
+      };
+      let res: { statusCode: number; text: string };
       try {
-        text = await res.body.text();
+        res = await attempt();
       } catch (err) {
-        const failure = this.transportError(err, deadline.signal);
-        if (timedOut(failure)) this.connections.renew("finish");
-        throw failure;
+        // A kept-alive connection the server closed or reset just as the request went out (nothing
+        // answered): a GET is sent again once, on another connection, as Go's transport does. Not
+        // a PUT or DELETE: repeated after it took effect, it would answer 409 or 404.
+        if (method !== "GET" || !connectionLost(err) || deadline.stopped) throw err;
+        res = await attempt();
       }
-      if (!ok(res)) throw ApiError.fromBody(res.statusCode, text, `${opts.verb ?? method} ${path}`);
-      return (text ? JSON.parse(text) : {}) as T;
+      this.observe?.({ verb, path, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
+      return res;
+    } catch (err) {
+      this.observe?.({ verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
+      if (timedOut(err)) this.connections.renew("finish");
+      throw err;
     } finally {
       deadline.clear();
     }
+  }
+
+  /** One request; parses JSON; throws ApiError for a non-2xx answer. */
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const { statusCode, text } = await this.exchange(method, path, opts);
+    if (statusCode < 200 || statusCode >= 300) throw ApiError.fromBody(statusCode, text, `${opts.verb ?? method} ${path}`);
+    return (text ? JSON.parse(text) : {}) as T;
   }
 
   async get<T extends KubeObject>(rt: ResourceType, namespace: string | undefined, name: string, opts: CallOptions = {}): Promise<T> {
@@ -232,7 +265,7 @@ export class KubeClient {
    */
   async *watch<T extends KubeObject>(rt: ResourceType, opts: WatchOptions): AsyncGenerator<WatchEvent<T>> {
     const path = resourcePath(rt, opts.namespace);
-    const { res, dispatcher } = await this.send("GET", path, {
+    const { res, dispatcher } = await this.openWatch(path, {
       verb: "WATCH",
       signal: opts.signal,
       accept: opts.metadataOnly ? METADATA_ACCEPT : undefined,
@@ -244,7 +277,7 @@ export class KubeClient {
         allowWatchBookmarks: opts.allowWatchBookmarks,
         timeoutSeconds: opts.timeoutSeconds,
       },
-    }, true);
+    });
     // The watch's own connection goes with it, whichever way it ends: a restarted watch opens a new one.
     try {
       if (!ok(res)) throw ApiError.fromBody(res.statusCode, await res.body.text(), `WATCH ${path}`);
@@ -341,25 +374,31 @@ export class KubeClient {
  * "TimeoutError" that `AbortSignal.timeout` gives, which callers (the CLI's exit codes) recognise.
  */
 class Deadline {
-  private readonly controller = new AbortController();
+  /** The request was aborted: by its own timeout (reason: a DOMException "TimeoutError") or by the caller. */
+  stopped = false;
+  reason: unknown;
   private readonly timer: NodeJS.Timeout;
   private readonly unlink: (() => void) | undefined;
+  private readonly onAbort: (reason: unknown) => void;
 
-  constructor(ms: number, caller: AbortSignal | undefined) {
-    const controller = this.controller;
-    this.timer = setTimeout(() => controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")), ms);
+  constructor(ms: number, caller: AbortSignal | undefined, onAbort: (reason: unknown) => void) {
+    this.onAbort = onAbort;
+    this.timer = setTimeout(() => this.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")), ms);
     if (caller === undefined) return;
     if (caller.aborted) {
-      controller.abort(caller.reason);
+      this.abort(caller.reason);
       return;
     }
-    const follow = () => controller.abort(caller.reason);
+    const follow = () => this.abort(caller.reason);
     caller.addEventListener("abort", follow, { once: true });
     this.unlink = () => caller.removeEventListener("abort", follow);
   }
 
-  get signal(): AbortSignal {
-    return this.controller.signal;
+  private abort(reason: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.reason = reason ?? new DOMException("This operation was aborted", "AbortError");
+    this.onAbort(this.reason);
   }
 
   clear(): void {
@@ -368,10 +407,82 @@ class Deadline {
   }
 }
 
+/**
+ * A short answer read whole: undici's dispatch handler, settled once — with the status and the body
+ * as text when the answer ends, or with the error (a failed connection, undici's own timeouts, or
+ * the reason it was aborted with).
+ */
+class ShortAnswer implements Dispatcher.DispatchHandler {
+  readonly done: Promise<{ statusCode: number; text: string }>;
+  private settle!: (answer: { statusCode: number; text: string }) => void;
+  private reject!: (err: unknown) => void;
+  private controller: Dispatcher.DispatchController | undefined;
+  private aborted: Error | undefined;
+  private statusCode = 0;
+  private chunks: Buffer[] = [];
+
+  constructor() {
+    this.done = new Promise((resolve, reject) => {
+      this.settle = resolve;
+      this.reject = reject;
+    });
+  }
+
+  /** Stops the request (queued, running or answering); the promise rejects with `reason`. */
+  abort(reason: unknown): void {
+    this.aborted ??= reason instanceof Error ? reason : new Error(String(reason));
+    this.controller?.abort(this.aborted);
+    this.reject(reason);
+  }
+
+  fail(err: unknown): void {
+    this.reject(err);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Aborted while it waited for a connection: it never goes out.
+    if (this.aborted) controller.abort(this.aborted);
+    else this.controller = controller;
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    // A 1xx is not the answer; the final one follows on the same request.
+    if (statusCode < 200) return;
+    this.statusCode = statusCode;
+    this.chunks = [];
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    this.chunks = [];
+    this.settle({ statusCode: this.statusCode, text: body.toString("utf8") });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.chunks = [];
+    this.reject(err);
+  }
+}
+
 const LOST_CONNECTION = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
 
-/** An answer of undici's request API. */
+/** An answer of undici's request API (a watch's). */
 type Answer = Dispatcher.ResponseData;
+
+/** What prepare() makes of a request. */
+interface Prepared {
+  origin: string;
+  path: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+  verb: Verb;
+  credentials: Credentials;
+}
 
 const ok = (res: Answer): boolean => res.statusCode >= 200 && res.statusCode < 300;
 
