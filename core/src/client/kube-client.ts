@@ -134,7 +134,7 @@ export class KubeClient {
   }
 
   /** What a request carries: where it goes, its headers and body, and the credentials that pick its pool. */
-  private async prepare(method: string, path: string, opts: RequestOptions): Promise<Prepared> {
+  private async prepare(path: string, opts: RequestOptions): Promise<Prepared> {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     const credentials = await this.connections.credentials();
@@ -144,12 +144,13 @@ export class KubeClient {
       headers["content-type"] = opts.contentType ?? "application/json";
       body = JSON.stringify(opts.body);
     }
-    return { origin: url.origin, path: url.pathname + url.search, method, headers, body, verb: opts.verb ?? (method as Verb), credentials };
+    return { origin: url.origin, path: url.pathname + url.search, headers, body, credentials };
   }
 
   /** A watch's request on a connection of its own, which the caller destroys when the watch ends. */
   private async openWatch(path: string, opts: RequestOptions): Promise<{ res: Answer; dispatcher: Dispatcher }> {
-    const req = await this.prepare("GET", path, opts);
+    const req = await this.prepare(path, opts);
+    const verb = opts.verb ?? "WATCH";
     const signal = opts.signal;
     const started = performance.now();
     const dispatcher = await this.connections.forWatch();
@@ -159,10 +160,10 @@ export class KubeClient {
         .catch((err: unknown) => {
           throw this.transportError(err, signal);
         });
-      this.observe?.({ verb: req.verb, path, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
+      this.observe?.({ verb, path, status: res.statusCode, seconds: (performance.now() - started) / 1000 });
       return { res, dispatcher };
     } catch (err) {
-      this.observe?.({ verb: req.verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
+      this.observe?.({ verb, path, status: 0, seconds: (performance.now() - started) / 1000 });
       void dispatcher.destroy().catch(() => undefined);
       throw err;
     }
@@ -196,7 +197,7 @@ export class KubeClient {
     const started = performance.now();
     const verb = opts.verb ?? (method as Verb);
     try {
-      const req = await this.prepare(method, path, opts);
+      const req = await this.prepare(path, opts);
       const dispatcher = await this.connections.pool(req.credentials.material);
       const attempt = async (): Promise<{ statusCode: number; text: string }> => {
         if (deadline.stopped) throw deadline.reason;
@@ -477,10 +478,8 @@ type Answer = Dispatcher.ResponseData;
 interface Prepared {
   origin: string;
   path: string;
-  method: string;
   headers: Record<string, string>;
   body: string | undefined;
-  verb: Verb;
   credentials: Credentials;
 }
 
