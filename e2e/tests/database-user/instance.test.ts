@@ -1,6 +1,7 @@
 // MySQLInstance: what `kubectl get` shows, a status that follows the server
-// without writing when nothing changed, and a connection pool re-opened when
-// the instance or its admin Secret changes.
+// without writing when nothing changed, the admin Secret read once per
+// resourceVersion, and a connection pool re-opened when the instance or its
+// admin Secret changes.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { builtin, isInvalid, type ApiError } from "@stateward/core";
@@ -60,6 +61,28 @@ describe("MySQLInstance", () => {
     await new Promise((r) => setTimeout(r, 2_500));
     expect(running.statements.filter((s) => s.sql.startsWith("SELECT VERSION()")).length - pings).toBeGreaterThanOrEqual(2);
     expect(running.requests.filter((r) => WRITE_VERBS.has(r.verb)).length).toBe(writes);
+  });
+
+  it("reads the admin Secret once while its resourceVersion stays the same, again when it changes", async () => {
+    const connector = running.manager.container.get<MySQLConnector>(MySQLTokens.Connector);
+    const live = await client.get<MySQLInstance>(MYI, ns, "db");
+    const adminReads = () => running.requests.filter((r) => r.verb === "GET" && r.path === `/api/v1/namespaces/${ns}/secrets/db-admin`).length;
+    await connector.connect(live);
+    const before = adminReads();
+    // Every DatabaseUser's reconcile asks for the connection; so do the instance's checks (every 500 ms here).
+    for (let i = 0; i < 5; i++) await connector.connect(live);
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(adminReads()).toBe(before);
+
+    // A change the cache's watch sees: fetched again, then answered from that read.
+    await client.patch(builtin.secret, ns, "db-admin", { metadata: { annotations: { "stateward.test/touched": id } } });
+    await waitFor("the changed admin Secret read again", async () => {
+      await connector.connect(live);
+      return adminReads() > before ? true : undefined;
+    });
+    const after = adminReads();
+    for (let i = 0; i < 5; i++) await connector.connect(live);
+    expect(adminReads()).toBe(after);
   });
 
   it("re-opens the pool when the admin Secret or the instance changes", async () => {

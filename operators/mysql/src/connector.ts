@@ -181,6 +181,15 @@ export class InstanceConnection {
 interface PoolEntry {
   fingerprint: string;
   ready: Promise<InstanceConnection>;
+  /** The Secrets it was opened with (`<namespace>/<name>`): forgotten with it. */
+  secrets: string[];
+}
+
+/** The Secrets an instance's connection is made with, as `<namespace>/<name>`: its admin and CA Secrets. */
+function secretsOf(instance: MySQLInstance): string[] {
+  const namespace = instance.metadata.namespace ?? "";
+  const names = [instance.spec.adminSecretRef.name, instance.spec.tls?.caSecretRef?.name];
+  return names.filter((n) => n !== undefined).map((n) => `${namespace}/${n}`);
 }
 
 interface Retiring {
@@ -216,7 +225,7 @@ export class MySQLConnector {
     const existing = this.pools.get(key);
     if (existing?.fingerprint === fingerprint) return existing.ready;
     if (existing) this.retire(existing, "the instance or its Secrets changed");
-    const entry: PoolEntry = { fingerprint, ready: this.open(key, settings) };
+    const entry: PoolEntry = { fingerprint, ready: this.open(key, settings), secrets: secretsOf(instance) };
     this.pools.set(key, entry);
     // A failed open is not kept: the next connect tries again.
     entry.ready.catch(() => {
@@ -231,6 +240,7 @@ export class MySQLConnector {
     const entry = this.pools.get(key);
     if (!entry) return;
     this.pools.delete(key);
+    this.secrets.forgetRecurring(entry.secrets);
     this.retire(entry, "the instance was deleted");
   }
 
@@ -273,7 +283,7 @@ export class MySQLConnector {
     const namespace = instance.metadata.namespace ?? "";
     const { spec } = instance;
     const admin = spec.adminSecretRef;
-    const secret = await this.secrets.read(namespace, admin.name);
+    const secret = await this.secrets.readRecurring(namespace, admin.name);
     if (secret === undefined) throw new MissingSecretError("SecretNotFound", `admin Secret ${admin.name} not found in namespace ${namespace}`);
     const user = secretValue(secret, admin.usernameKey ?? "username");
     if (user === "") throw new MissingSecretError("SecretKeyMissing", `admin Secret ${admin.name} has an empty ${admin.usernameKey ?? "username"}`);
@@ -282,7 +292,7 @@ export class MySQLConnector {
     let ca: string | undefined;
     const caRef = spec.tls?.caSecretRef;
     if (caRef !== undefined && (tlsMode === "verify-ca" || tlsMode === "verify-identity")) {
-      const caSecret = await this.secrets.read(namespace, caRef.name);
+      const caSecret = await this.secrets.readRecurring(namespace, caRef.name);
       if (caSecret === undefined) throw new MissingSecretError("SecretNotFound", `CA Secret ${caRef.name} not found in namespace ${namespace}`);
       ca = secretValue(caSecret, caRef.key ?? "ca.crt");
     }

@@ -25,6 +25,8 @@ const isSecretsInformer = (rt: { apiVersion: string; plural: string }) => rt.api
 export class SecretReader {
   private readonly client: KubeClient;
   private readonly cache: Cache;
+  /** What readRecurring fetched, by `<namespace>/<name>`: the Secret as of its resourceVersion. */
+  private readonly recurring = new Map<string, Secret>();
 
   constructor(client: KubeClient, cache: Cache) {
     this.client = client;
@@ -61,6 +63,31 @@ export class SecretReader {
       if (isNotFound(err)) return undefined;
       throw err;
     }
+  }
+
+  /**
+   * read, for one of the few Secrets read again and again — an instance's admin and CA Secrets,
+   * read each time an operator asks for the instance's connection, once per reconcile: fetched once
+   * per resourceVersion, and answered from what was fetched for as long as the cache shows that
+   * resourceVersion (its watch says when it changes). Each DatabaseUser's reconcile otherwise
+   * fetched the same admin Secret again (docs/performance.md, finding 23). Only for those few: the
+   * cache keeps Secrets as metadata so that the process does not hold every Secret's data.
+   * Without a synced cache, or when the cache does not show the Secret, it is fetched as by read.
+   */
+  async readRecurring(namespace: string, name: string): Promise<Secret | undefined> {
+    const key = `${namespace}/${name}`;
+    const version = this.version(namespace, name);
+    const known = this.recurring.get(key);
+    if (version !== undefined && known?.metadata.resourceVersion === version) return known;
+    const secret = await this.read(namespace, name);
+    if (secret === undefined) this.recurring.delete(key);
+    else this.recurring.set(key, secret);
+    return secret;
+  }
+
+  /** Drops what readRecurring holds of these Secrets (`<namespace>/<name>`), e.g. those of a deleted instance. */
+  forgetRecurring(keys: readonly string[]): void {
+    for (const key of keys) this.recurring.delete(key);
   }
 
   /**
