@@ -12,7 +12,7 @@ import { directAddresses, type ServerAddressResolver } from "./addresses.ts";
 import { poolOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 import { MySQLError, isDriverError, toMySQLError } from "./errors.ts";
 import { detectServer, type ServerInfo } from "./flavor.ts";
-import type { MySQLInstance } from "./instance-api.ts";
+import { instanceSecrets, type MySQLInstance } from "./instance-api.ts";
 import { MissingSecretError, secretValue, type SecretReader } from "./secrets.ts";
 
 export interface ConnectorOptions extends PoolTuning {
@@ -185,13 +185,6 @@ interface PoolEntry {
   secrets: string[];
 }
 
-/** The Secrets an instance's connection is made with, as `<namespace>/<name>`: its admin and CA Secrets. */
-function secretsOf(instance: MySQLInstance): string[] {
-  const namespace = instance.metadata.namespace ?? "";
-  const names = [instance.spec.adminSecretRef.name, instance.spec.tls?.caSecretRef?.name];
-  return names.filter((n) => n !== undefined).map((n) => `${namespace}/${n}`);
-}
-
 interface Retiring {
   ready: Promise<InstanceConnection>;
   timer: NodeJS.Timeout | undefined;
@@ -225,7 +218,7 @@ export class MySQLConnector {
     const existing = this.pools.get(key);
     if (existing?.fingerprint === fingerprint) return existing.ready;
     if (existing) this.retire(existing, "the instance or its Secrets changed");
-    const entry: PoolEntry = { fingerprint, ready: this.open(key, settings), secrets: secretsOf(instance) };
+    const entry: PoolEntry = { fingerprint, ready: this.open(key, settings), secrets: instanceSecrets(instance) };
     this.pools.set(key, entry);
     // A failed open is not kept: the next connect tries again.
     entry.ready.catch(() => {

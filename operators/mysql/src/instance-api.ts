@@ -103,3 +103,12 @@ export const MySQLInstanceKind = defineKind({
 
 export type MySQLInstance = ObjectOf<typeof MySQLInstanceKind>;
 export type MySQLInstanceSpec = MySQLInstance["spec"];
+
+/** The Secrets an instance reads: its admin Secret and, with TLS verification, its CA Secret. */
+export function instanceSecrets(instance: MySQLInstance): string[] {
+  const ns = instance.metadata.namespace ?? "";
+  const out = [`${ns}/${instance.spec.adminSecretRef.name}`];
+  const ca = instance.spec.tls?.caSecretRef;
+  if (ca) out.push(`${ns}/${ca.name}`);
+  return out;
+}

@@ -5,7 +5,7 @@
 // load binds it and the others find it bound — as with the shared services.
 import { Tokens, builtin, cacheKind, generationChanged, bindResolved, type CacheDeclaration, type ControllerSetup, type KubeObject } from "@stateward/core";
 import type { ContainerModuleLoadOptions } from "inversify";
-import { MySQLInstanceKind, type MySQLInstance } from "./instance-api.ts";
+import { MySQLInstanceKind, instanceSecrets, type MySQLInstance } from "./instance-api.ts";
 import { MySQLInstanceReconciler } from "./instance-reconciler.ts";
 import { MySQLTokens } from "./services.ts";
 
@@ -17,14 +17,7 @@ export interface InstanceControllerOptions {
 /** The cache index from a Secret (`<namespace>/<name>`) to the MySQLInstances using it. */
 export const INSTANCE_BY_SECRET = "mysqlinstance.secret";
 
-/** The Secrets an instance reads: its admin Secret and, with TLS verification, its CA Secret. */
-export function instanceSecrets(instance: MySQLInstance): string[] {
-  const ns = instance.metadata.namespace ?? "";
-  const out = [`${ns}/${instance.spec.adminSecretRef.name}`];
-  const ca = instance.spec.tls?.caSecretRef;
-  if (ca) out.push(`${ns}/${ca.name}`);
-  return out;
-}
+export { instanceSecrets };
 
 const MYI = MySQLInstanceKind.resource;
 
