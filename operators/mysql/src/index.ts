@@ -24,6 +24,7 @@ export {
   OBJECT_NAME_PATTERN,
   SECRET_KEY_PATTERN,
   TLS_MODES,
+  instanceSecrets,
   objectNameField,
   secretKeyField,
   type MySQLInstance,
@@ -31,7 +32,7 @@ export {
   type TlsMode,
 } from "./instance-api.ts";
 export { Failure, toFailure } from "./failures.ts";
-export { INSTANCE_BY_SECRET, bindInstanceController, instanceControllerCache, instanceSecrets, type InstanceControllerOptions } from "./instance-controller.ts";
+export { INSTANCE_BY_SECRET, bindInstanceController, instanceControllerCache, type InstanceControllerOptions } from "./instance-controller.ts";
 export { MySQLInstanceReconciler, jitter, type MySQLInstanceReconcilerOptions } from "./instance-reconciler.ts";
 export { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
 export { SnapshotLockTimeoutError, readGtidPosition, takeConsistentSnapshot, type Snapshot, type SnapshotOptions, type SnapshotSession } from "./snapshot.ts";

@@ -1,8 +1,7 @@
 import { Tokens, createLogger, type ControllerSetup } from "@stateward/core";
 import { Container, ContainerModule } from "inversify";
 import { describe, expect, it } from "vitest";
-import { bindInstanceController, instanceSecrets } from "./instance-controller.ts";
-import type { MySQLInstance } from "./instance-api.ts";
+import { bindInstanceController } from "./instance-controller.ts";
 import { bindMySQLServices } from "./services.ts";
 
 describe("bindInstanceController", () => {
@@ -18,19 +17,5 @@ describe("bindInstanceController", () => {
       });
     container.load(operator(), operator(), operator());
     expect(container.getAll<ControllerSetup>(Tokens.ControllerSetup)).toHaveLength(1);
-  });
-});
-
-describe("instanceSecrets", () => {
-  const instance = (tls?: MySQLInstance["spec"]["tls"]): MySQLInstance => ({
-    apiVersion: "stateward.io/v1alpha1",
-    kind: "MySQLInstance",
-    metadata: { name: "db", namespace: "team" },
-    spec: { host: "db", adminSecretRef: { name: "admin" }, ...(tls ? { tls } : {}) },
-  });
-
-  it("names the admin Secret, and the CA Secret when there is one", () => {
-    expect(instanceSecrets(instance())).toEqual(["team/admin"]);
-    expect(instanceSecrets(instance({ mode: "verify-ca", caSecretRef: { name: "ca" } }))).toEqual(["team/admin", "team/ca"]);
   });
 });

@@ -17,8 +17,6 @@ export interface InstanceControllerOptions {
 /** The cache index from a Secret (`<namespace>/<name>`) to the MySQLInstances using it. */
 export const INSTANCE_BY_SECRET = "mysqlinstance.secret";
 
-export { instanceSecrets };
-
 const MYI = MySQLInstanceKind.resource;
 
 /**

@@ -27,6 +27,8 @@ export class SecretReader {
   private readonly cache: Cache;
   /** What readRecurring fetched, by `<namespace>/<name>`: the Secret as of its resourceVersion. */
   private readonly recurring = new Map<string, Secret>();
+  /** Counts forgetRecurring calls: a read that was in flight across one does not put back what was forgotten. */
+  private forgets = 0;
 
   constructor(client: KubeClient, cache: Cache) {
     this.client = client;
@@ -79,14 +81,16 @@ export class SecretReader {
     const version = this.version(namespace, name);
     const known = this.recurring.get(key);
     if (version !== undefined && known?.metadata.resourceVersion === version) return known;
+    const forgetsBefore = this.forgets;
     const secret = await this.read(namespace, name);
     if (secret === undefined) this.recurring.delete(key);
-    else this.recurring.set(key, secret);
+    else if (this.forgets === forgetsBefore) this.recurring.set(key, secret);
     return secret;
   }
 
   /** Drops what readRecurring holds of these Secrets (`<namespace>/<name>`), e.g. those of a deleted instance. */
   forgetRecurring(keys: readonly string[]): void {
+    this.forgets++;
     for (const key of keys) this.recurring.delete(key);
   }
 
