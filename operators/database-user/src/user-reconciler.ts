@@ -220,8 +220,9 @@ export class DatabaseUserReconciler implements Reconciler {
 
     quoteAccount(account.user, account.host); // refuses, as terminal, a name the schema let through but MySQL cannot hold
     // The Secret and the account are read at the same time: neither needs the other, and a new
-    // account's reconcile is otherwise a chain of eight round trips, each waited for in turn
-    // (docs/performance.md, finding 19). Both are reads: nothing on the server changes before the
+    // account's reconcile is otherwise a chain of seven round trips (GET Secret, SELECT, PATCH,
+    // CREATE USER, GRANT, SHOW GRANTS, PUT status), each waited for in turn (docs/performance.md,
+    // findings 19 and 24). Both are reads: nothing on the server changes before the
     // Secret is known. A failed Secret is still the failure reported, whatever the server says.
     const onServer = this.readServer(instance, account, cluster);
     onServer.catch(() => undefined); // awaited below unless the Secret fails first
