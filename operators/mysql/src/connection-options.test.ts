@@ -16,7 +16,7 @@ describe("sslOptions", () => {
 describe("poolOptions", () => {
   it("never allows several statements per query, and bounds the pool", () => {
     const o = poolOptions({ host: "db", port: 3306, user: "root", password: "", tlsMode: "disabled", ca: undefined });
-    expect(o).toMatchObject({ host: "db", port: 3306, user: "root", multipleStatements: false, connectionLimit: 4, maxIdle: 2 });
+    expect(o).toMatchObject({ host: "db", port: 3306, user: "root", multipleStatements: false, connectionLimit: 4, maxIdle: 2, maxPreparedStatements: 1 });
     expect(o).not.toHaveProperty("ssl");
   });
 });
