@@ -3,6 +3,21 @@
 import type { PoolOptions } from "mysql2/promise";
 import type { TlsMode } from "./instance-api.ts";
 
+/**
+ * mysql2 settings every connection Stateward opens carries (the operators' pools and the backup's
+ * own sessions alike).
+ */
+export const driverDefaults = {
+  // No stack captured at every query for the rare error that would use it (mysql2's default:
+  // ~40 µs of CPU per query, docs/performance.md); errors are classified by code and message.
+  trace: false,
+  // No prepared statements are used (every statement goes through query()), and mysql2 sizes
+  // each connection's statement cache by this at connect: its default of 16,000 is four arrays
+  // of 16,000 slots, ~0.5 MiB allocated per connection and held for its life (docs/performance.md,
+  // finding 25). 0 would mean the default.
+  maxPreparedStatements: 1,
+} as const satisfies PoolOptions;
+
 /** Everything needed to open connections to one instance, resolved from its spec and Secrets. */
 export interface ConnectionSettings {
   host: string;
@@ -71,13 +86,6 @@ export function poolOptions(settings: ConnectionSettings, tuning: PoolTuning = {
     // One statement per query: nothing a value could smuggle in runs as a second statement.
     multipleStatements: false,
     charset: "utf8mb4_unicode_ci",
-    // No stack captured at every query for the rare error that would use it (mysql2's default:
-    // ~40 µs of CPU per query, docs/performance.md); errors are classified by code and message.
-    trace: false,
-    // No prepared statements are used (every statement goes through query()), and mysql2 sizes
-    // each connection's statement cache by this at connect: its default of 16,000 is four arrays
-    // of 16,000 slots, ~0.5 MiB allocated per connection and copied as it survives the young
-    // generation (docs/performance.md, finding 25). 0 would mean the default.
-    maxPreparedStatements: 1,
+    ...driverDefaults,
   };
 }

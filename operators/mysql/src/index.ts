@@ -3,7 +3,7 @@
 // flavor detection, the MySQLInstance controller every MySQL operator runs.
 export { CLUSTER_REPLICATION_USER, SYSTEM_USERS } from "./accounts.ts";
 export { directAddresses, replicationSource, type ServerAddress, type ServerAddressResolver } from "./addresses.ts";
-export { ownConnectionSsl, poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
+export { driverDefaults, ownConnectionSsl, poolOptions, sslOptions, type ConnectionSettings, type PoolTuning } from "./connection-options.ts";
 export { InstanceConnection, MySQLConnector, type ConnectError, type ConnectorOptions, type SqlValue, type StatementObservation } from "./connector.ts";
 export { MySQLError, classifyMySQLError, isDriverError, redact, toMySQLError, type MySQLFailure } from "./errors.ts";
 export { FLAVORS, atLeast, detectServer, flavorOf, type Flavor, type ServerInfo } from "./flavor.ts";

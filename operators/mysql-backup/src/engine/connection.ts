@@ -2,7 +2,7 @@
 // can be streamed), with every MySQL error mapped to a BackupError whose
 // reason says what happened.
 import mysql, { type Connection, type QueryError, type RowDataPacket, type SqlValue, type SslOptions } from "mysql2";
-import { classifyMySQLError, type MySQLFailure } from "@stateward/mysql";
+import { classifyMySQLError, driverDefaults, type MySQLFailure } from "@stateward/mysql";
 import { BackupError, messageOf, type BackupFailureReason } from "../errors.ts";
 
 /** How to log in to a MySQL or MariaDB server. */
@@ -162,12 +162,8 @@ export class MySQLSession {
       dateStrings: true,
       multipleStatements: false,
       queryFormat: formatOnlyWithValues,
-      // No stack captured at every query for the rare error that would use it (errors are
-      // classified by code and message), as for the operators' pools.
-      trace: false,
-      // No prepared statements (query() only): a statement cache of one slot, not mysql2's 16,000
-      // allocated at every connect (docs/performance.md, finding 25).
-      maxPreparedStatements: 1,
+      // No stack captured per query, no 16,000-slot statement cache per connection: as the operators' pools.
+      ...driverDefaults,
       // No LOAD DATA LOCAL (a hostile dump file must not read our files); no
       // IGNORE_SPACE, which the stock client does not set either and which
       // changes how the server parses names followed by a space; no session
