@@ -1,15 +1,7 @@
 // The memory a pod of the chart gets by default: what the tests that run a process "as in a pod"
 // (e2e/support/memory-cgroup.ts) limit it to, read from the chart itself so that they follow it.
+import { quantityValue } from "@stateward/core";
 import { renderChart } from "./chart.ts";
-
-const MiB = 2 ** 20;
-
-/** resources.limits.memory in bytes; only the suffixes the chart's heap rule reads (Mi, Gi). */
-export function quantityBytes(q: string): number {
-  const m = /^(\d+)(Mi|Gi)$/.exec(q);
-  if (!m) throw new Error(`the chart's memory limit "${q}" is not in Mi or Gi`);
-  return Number(m[1]) * (m[2] === "Gi" ? 1024 : 1) * MiB;
-}
 
 /** The manager container of the chart's Deployment, rendered with its default values: its memory limit and NODE_OPTIONS. */
 export async function chartMemoryDefaults(): Promise<{ limit: string; limitBytes: number; nodeOptions: string }> {
@@ -21,5 +13,5 @@ export async function chartMemoryDefaults(): Promise<{ limit: string; limitBytes
   const limit = container?.resources?.limits?.memory;
   const nodeOptions = container?.env?.find((e) => e.name === "NODE_OPTIONS")?.value;
   if (!limit || !nodeOptions) throw new Error(`the chart's Deployment has no memory limit (${limit}) or NODE_OPTIONS (${nodeOptions})`);
-  return { limit, limitBytes: quantityBytes(limit), nodeOptions };
+  return { limit, limitBytes: quantityValue(limit), nodeOptions };
 }

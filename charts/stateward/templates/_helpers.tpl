@@ -210,27 +210,46 @@ never taken over (NameConflict).
 {{- end -}}
 
 {{/*
-The manager's V8 old-space limit in MiB (--max-old-space-size): heapMaxMiB, or 5/8 of the
-memory limit when that is given in Mi or Gi; empty (Node's own default) otherwise. Node
-sizes its heap from the cgroup limit, but to about half of it with a floor of 256 MiB (a
-256Mi limit still gets a 259 MiB heap): the heap can outgrow a small limit and the pod is
-OOM-killed instead of collecting garbage. The other 3/8 is for what lives outside the old
-space: the young generation, code, Node itself and Buffers (backup parts, zlib).
-See docs/performance.md.
+The manager's V8 old-space limit in MiB (--max-old-space-size): heapMaxMiB, or 5/8 of
+resources.limits.memory in whatever unit it is written (512Mi, 1G, 0.5Gi, 536870912);
+empty (Node's own default) without a limit. Node sizes its heap from the cgroup limit, but
+to about half of it with a floor of 256 MiB (a 256Mi limit still gets a 259 MiB heap): the
+heap can outgrow a small limit and the pod is OOM-killed instead of collecting garbage. The
+other 3/8 is for what lives outside the old space: the young generation, code, Node itself
+and Buffers (backup parts, zlib). See docs/performance.md.
 */}}
 {{- define "stateward.heapMiB" -}}
 {{- if .Values.heapMaxMiB -}}
 {{- int .Values.heapMaxMiB -}}
 {{- else -}}
-{{- $limit := toString (dig "limits" "memory" "" .Values.resources) -}}
-{{- $mib := 0 -}}
-{{- if hasSuffix "Gi" $limit -}}
-{{- $mib = mul (atoi (trimSuffix "Gi" $limit)) 1024 -}}
-{{- else if hasSuffix "Mi" $limit -}}
-{{- $mib = atoi (trimSuffix "Mi" $limit) -}}
+{{- $limit := dig "limits" "memory" "" .Values.resources -}}
+{{- if ne (toString $limit) "" -}}
+{{- $mib := include "stateward.memoryMiB" $limit | float64 -}}
+{{- if lt $mib 128.0 -}}
+{{- fail (printf "resources.limits.memory %v is below the 128Mi the manager needs (it idles at about 80 MiB): raise it" $limit) -}}
 {{- end -}}
-{{- if gt (int $mib) 0 -}}
-{{- div (mul $mib 5) 8 -}}
+{{- floor (mulf $mib 0.625) | int -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A memory quantity in MiB, as Kubernetes reads it: a number (bytes; helm gives a bare number
+in values.yaml as a float), optionally with an exponent (129e6) or a suffix, binary (Ki, Mi,
+Gi, Ti, Pi, Ei) or decimal (k, M, G, T, P, E). Fails, naming heapMaxMiB, on anything else.
+*/}}
+{{- define "stateward.memoryMiB" -}}
+{{- $q := . -}}
+{{- if or (kindIs "float64" $q) (kindIs "int64" $q) (kindIs "int" $q) -}}
+{{- divf (float64 $q) 1048576.0 -}}
+{{- else -}}
+{{- $s := toString $q -}}
+{{- $number := regexFind "^\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?" $s -}}
+{{- $suffix := trimPrefix $number $s -}}
+{{- $bytesPer := dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 -}}
+{{- if or (eq $number "") (not (hasKey $bytesPer $suffix)) -}}
+{{- fail (printf "cannot size the manager's heap from resources.limits.memory %q: write it as a number of bytes, with a suffix Ki, Mi, Gi, Ti, k, M, G or T, or set heapMaxMiB" $s) -}}
+{{- end -}}
+{{- divf (mulf (float64 $number) (get $bytesPer $suffix)) 1048576.0 -}}
 {{- end -}}
 {{- end -}}

@@ -39,7 +39,7 @@ interface PolicyRule {
 interface Container {
   name: string;
   args?: string[];
-  env?: { name: string; valueFrom?: { fieldRef?: { fieldPath?: string } } }[];
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath?: string } } }[];
   ports?: { name?: string; containerPort: number }[];
   livenessProbe?: { httpGet?: { path?: string; port?: string | number } };
   readinessProbe?: { httpGet?: { path?: string; port?: string | number } };
@@ -309,6 +309,33 @@ describe("helm lint and helm template", () => {
     expect(dashboard?.metadata.namespace).toBe("grafana");
     expect(dashboard?.metadata.labels?.grafana_dashboard).toBe("1");
     expect(JSON.parse(dashboard?.data["stateward.json"] ?? "")).toEqual(JSON.parse(readFileSync(join(chartDir, "files/grafana-dashboard.json"), "utf8")));
+  });
+
+  // Node sizes its heap to about half the cgroup limit but never below 256 MiB: a limit the chart
+  // does not read leaves a small pod to be OOM-killed instead of collecting garbage.
+  it("sizes the manager's heap to 5/8 of its memory limit in any unit Kubernetes reads, and refuses a limit it cannot size", async () => {
+    const heapFor = async (values: Record<string, unknown>) =>
+      managerContainer((await renderChart({ namespace: RELEASE_NS, values })).objects).env?.find((e) => e.name === "NODE_OPTIONS")?.value;
+    const limit = (memory: unknown) => ({ resources: { limits: { memory } } });
+    const cases: [string, Record<string, unknown>, string | undefined][] = [
+      ["the default 512Mi", {}, "--max-old-space-size=320"],
+      ["2Gi", limit("2Gi"), "--max-old-space-size=1280"],
+      ["0.5Gi", limit("0.5Gi"), "--max-old-space-size=320"],
+      ["262144Ki", limit("262144Ki"), "--max-old-space-size=160"],
+      // Decimal units: 1G is 953.7 MiB, 300M 286.1 MiB.
+      ["1G", limit("1G"), "--max-old-space-size=596"],
+      ["300M", limit("300M"), "--max-old-space-size=178"],
+      ["1e9 bytes", limit("1e9"), "--max-old-space-size=596"],
+      ["536870912 bytes, a number", limit(536870912), "--max-old-space-size=320"],
+      ["heapMaxMiB over the limit's share", { heapMaxMiB: 200 }, "--max-old-space-size=200"],
+      // No limit: nothing to size for, Node's own default.
+      ["no limit", limit(null), undefined],
+    ];
+    for (const [what, values, expected] of cases) expect(await heapFor(values), what).toBe(expected);
+
+    await expect(renderChart({ namespace: RELEASE_NS, values: limit("100Mi") })).rejects.toThrow(/resources\.limits\.memory 100Mi is below the 128Mi the manager needs/);
+    // 512m is a valid quantity (milli-bytes), not a size anyone means: a clear error, not Node's default.
+    await expect(renderChart({ namespace: RELEASE_NS, values: limit("512m") })).rejects.toThrow(/cannot size the manager's heap from resources\.limits\.memory "512m".*set heapMaxMiB/);
   });
 });
 
