@@ -32,6 +32,9 @@ export interface ControllerDeps {
   leadership?: AbortSignal;
 }
 
+/** How many queued requests, per worker, the reconciler is told of ahead of their turn. */
+const READ_AHEAD_PER_WORKER = 2;
+
 export class Controller {
   readonly name: string;
   private readonly reconciler: Reconciler;
@@ -96,11 +99,24 @@ export class Controller {
     this.unregisterSampler?.();
   }
 
+  /** Tells the reconciler (if it reads ahead) of the requests next in the queue; a failure there is only logged. */
+  private readAhead(): void {
+    if (this.reconciler.readAhead === undefined) return;
+    for (const next of this.queue.upcoming(this.maxConcurrent * READ_AHEAD_PER_WORKER)) {
+      try {
+        this.reconciler.readAhead(splitKey(next));
+      } catch (err) {
+        this.log.debug("read-ahead failed", { err });
+      }
+    }
+  }
+
   private async work(): Promise<void> {
     const m = this.deps.metrics.controller(this.name);
     for (;;) {
       const key = await this.queue.get();
       if (key === undefined) return;
+      this.readAhead();
       const req = splitKey(key);
       const reconcileID = randomUUID();
       const log = this.log.child({ namespace: req.namespace, name: req.name, reconcileID });

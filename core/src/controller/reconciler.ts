@@ -25,6 +25,13 @@ export interface ReconcileContext {
 
 export interface Reconciler {
   reconcile(request: Request, ctx: ReconcileContext): Promise<Result | undefined | void>;
+  /**
+   * Optional: told of the requests next in the queue (about twice the workers ahead, each
+   * several times as the queue moves) when a worker takes one, so that it can start the reads
+   * their reconciles will wait for. Reads only, nothing that changes anything, and nothing that
+   * throws; what it starts must be bounded and dropped if unused. Without it, nothing is read ahead.
+   */
+  readAhead?(request: Request): void;
 }
 
 export interface ReconcileErrorOptions {

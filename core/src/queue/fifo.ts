@@ -34,6 +34,11 @@ export class Fifo<T> {
     return item;
   }
 
+  /** The first `n` items, in order, without taking them. */
+  peek(n: number): T[] {
+    return this.#items.slice(this.#head, this.#head + Math.max(0, n)) as T[];
+  }
+
   clear(): void {
     this.#items = [];
     this.#head = 0;

@@ -60,6 +60,17 @@ describe("WorkQueue add/get/done", () => {
     expect(await takeAll(queue)).toEqual(["ns/c", "ns/a", "ns/b"]);
   });
 
+  it("lists the keys get() will hand out next, in order, without taking them; none once shutting down", async () => {
+    const queue = new WorkQueue({ name: "test" });
+    for (const key of ["ns/c", "ns/a", "ns/b", "ns/d"]) queue.add(key);
+    expect(queue.upcoming(3)).toEqual(["ns/c", "ns/a", "ns/b"]);
+    expect(queue.upcoming(0)).toEqual([]);
+    expect(await queue.get()).toBe("ns/c");
+    expect(queue.upcoming(10)).toEqual(["ns/a", "ns/b", "ns/d"]);
+    queue.shutDown();
+    expect(queue.upcoming(10)).toEqual([]);
+  });
+
   it("waits in get() until a key is added", async () => {
     const queue = new WorkQueue({ name: "test" });
     const pending = track(queue.get());

@@ -129,6 +129,11 @@ export class WorkQueue {
     return Promise.resolve(this.#handOut(key));
   }
 
+  /** The next `n` keys `get` will hand out, in order, without taking them (for reading ahead). */
+  upcoming(n: number): string[] {
+    return this.#shuttingDown ? [] : this.#queue.peek(n);
+  }
+
   /** Ends the processing of a key handed out by `get`; queues it again if it was added meanwhile. */
   done(key: string): void {
     const startedAt = this.#processing.get(key);

@@ -138,6 +138,21 @@ export class DatabaseUserReconciler implements Reconciler {
     }
   }
 
+  /**
+   * A DatabaseUser next in the queue whose reconcile will read its password Secret (not converged,
+   * not being deleted): that Secret's GET is started now, so the reconcile finds it fetched
+   * (SecretReader.readAhead: the same one GET, earlier; docs/performance.md, finding 27).
+   */
+  readAhead(req: Request): void {
+    const user = this.d.cache.get<DatabaseUser>(DBU, req.namespace, req.name);
+    if (!user || isBeingDeleted(user)) return;
+    const namespace = user.metadata.namespace ?? "";
+    const instance = this.d.cache.get<MySQLInstance>(MYI, namespace, user.spec.instanceRef.name);
+    const secret = user.spec.passwordSecretRef.name;
+    if (!instance || this.converged(user, instance, this.d.secrets.version(namespace, secret))) return;
+    this.d.secrets.readAhead(namespace, secret);
+  }
+
   /** The fingerprint key; a failure to read or create its Secret is reported as such (it retries). */
   private async key(): Promise<Buffer> {
     try {
@@ -224,6 +239,8 @@ export class DatabaseUserReconciler implements Reconciler {
     // CREATE USER, GRANT, SHOW GRANTS, PUT status), each waited for in turn (docs/performance.md,
     // findings 19 and 24). Both are reads: nothing on the server changes before the
     // Secret is known. A failed Secret is still the failure reported, whatever the server says.
+    // The Secret's GET has usually been started while this DatabaseUser waited in the queue
+    // (readAhead, finding 27), leaving the account's read as the first round trip.
     const onServer = this.readServer(instance, account, cluster);
     onServer.catch(() => undefined); // awaited below unless the Secret fails first
     const secret = await this.d.secrets.read(namespace, secretRef.name);

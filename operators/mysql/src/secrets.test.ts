@@ -1,5 +1,5 @@
-import type { Cache, KubeClient } from "@stateward/core";
-import { describe, expect, it } from "vitest";
+import { ApiError, type Cache, type KubeClient } from "@stateward/core";
+import { describe, expect, it, vi } from "vitest";
 import { SecretReader, type Secret } from "./secrets.ts";
 
 // A synced, metadata-only Secrets cache showing one resourceVersion, and an API whose GETs
@@ -54,5 +54,85 @@ describe("SecretReader.readRecurring", () => {
     r.answer();
     await next;
     expect(r.gets()).toBe(2);
+  });
+});
+
+// A synced Secrets cache (metadata only, or whole Secrets) whose resourceVersion the test moves, and
+// an API whose GETs answer with the Secret as it then is, or 404, when the test says so.
+function aheadReader(opts: { whole?: boolean } = {}) {
+  let version: string | undefined = "1";
+  let exists = true;
+  const pending: (() => void)[] = [];
+  let gets = 0;
+  const secret = (rv: string): Secret => ({ apiVersion: "v1", kind: "Secret", type: "Opaque", metadata: { name: "pw", namespace: "team", resourceVersion: rv }, data: {} });
+  const cache = {
+    informers: () => [{ resource: { apiVersion: "v1", plural: "secrets" }, hasSynced: () => true }],
+    get: () => (version === undefined ? undefined : opts.whole ? secret(version) : { apiVersion: "v1", kind: "Secret", metadata: { name: "pw", namespace: "team", resourceVersion: version } }),
+  } as unknown as Cache;
+  const client = {
+    get: () => {
+      gets++;
+      const rv = version ?? "0";
+      const found = exists;
+      return new Promise<Secret>((resolve, reject) =>
+        pending.push(() => (found ? resolve(secret(rv)) : reject(new ApiError(404, "NotFound", 'secrets "pw" not found')))),
+      );
+    },
+  } as unknown as KubeClient;
+  return {
+    secrets: new SecretReader(client, cache),
+    gets: () => gets,
+    answer: () => pending.splice(0).forEach((settle) => settle()),
+    change: (rv: string) => (version = rv),
+    remove: () => (exists = false),
+  };
+}
+
+describe("SecretReader.readAhead", () => {
+  it("starts the GET that the next read answers from: one GET in all", async () => {
+    const r = aheadReader();
+    r.secrets.readAhead("team", "pw");
+    r.secrets.readAhead("team", "pw"); // already under way: no second GET
+    expect(r.gets()).toBe(1);
+    r.answer();
+    expect((await r.secrets.read("team", "pw"))?.metadata.resourceVersion).toBe("1");
+    expect(r.gets()).toBe(1);
+    // Taken by that read: the next one fetches.
+    const again = r.secrets.read("team", "pw");
+    r.answer();
+    await again;
+    expect(r.gets()).toBe(2);
+  });
+
+  it("fetches again when the Secret changed after it was read ahead", async () => {
+    const r = aheadReader();
+    r.secrets.readAhead("team", "pw");
+    r.answer();
+    r.change("2");
+    const read = r.secrets.read("team", "pw");
+    await vi.waitFor(() => expect(r.gets()).toBe(2));
+    r.answer();
+    expect((await read)?.metadata.resourceVersion).toBe("2");
+    expect(r.gets()).toBe(2);
+  });
+
+  it("fetches again when the read ahead found no Secret (it may exist by now)", async () => {
+    const r = aheadReader();
+    r.remove();
+    r.secrets.readAhead("team", "pw");
+    r.answer();
+    const read = r.secrets.read("team", "pw");
+    await vi.waitFor(() => expect(r.gets()).toBe(2));
+    r.answer();
+    expect(await read).toBeUndefined();
+    expect(r.gets()).toBe(2);
+  });
+
+  it("reads nothing ahead when the cache holds whole Secrets", async () => {
+    const r = aheadReader({ whole: true });
+    r.secrets.readAhead("team", "pw");
+    expect(r.gets()).toBe(0);
+    expect((await r.secrets.read("team", "pw"))?.type).toBe("Opaque");
+    expect(r.gets()).toBe(0);
   });
 });
