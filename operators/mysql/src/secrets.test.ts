@@ -128,6 +128,22 @@ describe("SecretReader.readAhead", () => {
     expect(r.gets()).toBe(2);
   });
 
+  it("drops what no read took within 10 s (its object was deleted while queued): the next read fetches", async () => {
+    vi.useFakeTimers();
+    try {
+      const r = aheadReader();
+      r.secrets.readAhead("team", "pw");
+      r.answer();
+      vi.advanceTimersByTime(10_000);
+      const read = r.secrets.read("team", "pw");
+      expect(r.gets()).toBe(2);
+      r.answer();
+      expect((await read)?.metadata.resourceVersion).toBe("1");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("reads nothing ahead when the cache holds whole Secrets", async () => {
     const r = aheadReader({ whole: true });
     r.secrets.readAhead("team", "pw");

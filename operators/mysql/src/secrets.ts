@@ -30,7 +30,8 @@ const READ_AHEAD_TTL_MS = 10_000;
 interface ReadAhead {
   /** The GET's answer; undefined for a Secret not found or a failed read (then read fetches again). */
   secret: Promise<Secret | undefined>;
-  at: number;
+  /** Drops it after READ_AHEAD_TTL_MS when no read took it (its object was deleted while queued, say). */
+  expiry: NodeJS.Timeout;
 }
 
 export class SecretReader {
@@ -100,17 +101,16 @@ export class SecretReader {
    * READ_AHEAD_TTL_MS), and `read` uses it only while the cache shows no newer resourceVersion.
    */
   readAhead(namespace: string, name: string): void {
-    if (this.fromCache(namespace, name)) return;
     const key = `${namespace}/${name}`;
-    const now = Date.now();
-    const held = this.ahead.get(key);
-    if (held !== undefined && now - held.at < READ_AHEAD_TTL_MS) return;
-    if (this.ahead.size >= READ_AHEAD_LIMIT) {
-      for (const [k, r] of this.ahead) if (now - r.at >= READ_AHEAD_TTL_MS) this.ahead.delete(k);
-      if (this.ahead.size >= READ_AHEAD_LIMIT) return;
-    }
-    // A failed read ahead is forgotten: the reconcile's own read fetches and reports it.
-    this.ahead.set(key, { secret: this.fetch(namespace, name).catch(() => undefined), at: now });
+    if (this.ahead.has(key) || this.ahead.size >= READ_AHEAD_LIMIT || this.fromCache(namespace, name)) return;
+    const held: ReadAhead = {
+      // A failed read ahead is forgotten: the reconcile's own read fetches and reports it.
+      secret: this.fetch(namespace, name).catch(() => undefined),
+      expiry: setTimeout(() => {
+        if (this.ahead.get(key) === held) this.ahead.delete(key);
+      }, READ_AHEAD_TTL_MS).unref(),
+    };
+    this.ahead.set(key, held);
   }
 
   /**
@@ -122,7 +122,7 @@ export class SecretReader {
     const held = this.ahead.get(key);
     if (held === undefined) return undefined;
     this.ahead.delete(key);
-    if (Date.now() - held.at >= READ_AHEAD_TTL_MS) return undefined;
+    clearTimeout(held.expiry);
     return held.secret.then((secret) => {
       // Changed since (the watch shows another resourceVersion): fetched again. Not found then:
       // fetched again too, it may have been created since.
