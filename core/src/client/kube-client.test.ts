@@ -31,6 +31,8 @@ const openSockets = new Set<Socket>();
 /** Requests answered on each connection so far (to drop the second one on a kept-alive connection). */
 const served = new WeakMap<object, number>();
 let dropReused = false;
+/** The bodies of the PUTs received, parsed. */
+const putBodies: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca"]);
@@ -49,6 +51,11 @@ beforeAll(async () => {
       return;
     }
     seen.push({ authorization: req.headers.authorization, clientCert: socket.authorized === true, subject: String(socket.getPeerCertificate().subject?.CN) });
+    if (req.method === "PUT") {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => putBodies.push(JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>));
+    }
     res.setHeader("content-type", "application/json");
     // An API server that takes the request and never answers it.
     if (req.url?.includes("/never-answered")) return;
@@ -200,6 +207,23 @@ describe("KubeClient answers", () => {
     const err: unknown = await client.get(configMaps, "ns", "refused").catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 409, reason: "Conflict" });
     expect(String((err as Error).message)).toContain("the object has been modified");
+  });
+});
+
+describe("KubeClient updates", () => {
+  it("sends an update without the object's managedFields (the server keeps its own), everything else as given", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }) });
+    putBodies.length = 0;
+    // An object as a PATCH answered it: with the server's managedFields.
+    const managedFields = [{ manager: "stateward", operation: "Update", apiVersion: "v1", fieldsType: "FieldsV1", fieldsV1: { "f:data": { "f:a": {} } } }];
+    const obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "ns", resourceVersion: "7", labels: { app: "a" }, managedFields }, data: { a: "1" } };
+    await client.update(configMaps, obj);
+    await client.updateStatus(configMaps, obj);
+    expect(putBodies).toHaveLength(2);
+    for (const body of putBodies) {
+      expect(body).toEqual({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x", namespace: "ns", resourceVersion: "7", labels: { app: "a" } }, data: { a: "1" } });
+    }
+    expect(obj.metadata.managedFields).toBe(managedFields); // the caller's object is left as it was
   });
 });
 
