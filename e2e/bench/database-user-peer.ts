@@ -12,8 +12,10 @@
 // reconciles); SQL per user is MariaDB's server-wide Questions counter.
 //
 // One run of each is one sample of a noisy quantity: on two shared cores the same
-// manager's time until all Ready varies by ±15 % from run to run, more than the
-// difference being measured. So each runs STATEWARD_PEER_PAIRS times (default 2),
+// manager's time until all Ready varies by ±15 % from run to run (a fifth at times),
+// more than the difference being measured. So each runs STATEWARD_PEER_PAIRS times
+// (default 4: with two, the mean of a side still moved by a tenth from one
+// `make bench` to the next — docs/performance.md, finding 28),
 // alternated peer, ours, ours, peer, …, so that a drift in the environment (a
 // growing etcd, other load) weighs on both alike; the rows give the mean of the
 // runs for times, CPU and work, and the highest for memory.
@@ -55,9 +57,9 @@ export interface PeerComparison {
   details?: Record<string, unknown>;
 }
 
-/** How many runs of each, alternated peer, ours, ours, peer, …: STATEWARD_PEER_PAIRS (default 2). */
+/** How many runs of each, alternated peer, ours, ours, peer, …: STATEWARD_PEER_PAIRS (default 4). */
 function pairs(): number {
-  const raw = process.env.STATEWARD_PEER_PAIRS ?? "2";
+  const raw = process.env.STATEWARD_PEER_PAIRS ?? "4";
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`STATEWARD_PEER_PAIRS must be a whole number of runs of each, 1 or more, not ${raw}`);
   return n;
