@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { combineRuns, comparisonRows, runOrder, type DriverResult } from "./database-user-peer.ts";
+import { combineRuns, comparisonRows, pairedTimeRatios, runOrder, type DriverResult } from "./database-user-peer.ts";
 
 const run = (over: Partial<DriverResult>): DriverResult => ({
   startupSeconds: 0.5,
@@ -43,5 +43,17 @@ describe("the peer comparison", () => {
   it("gives ours as the value and the peer's as the reference", () => {
     const rows = comparisonRows(combineRuns([run({ readySeconds: 15 }), run({ readySeconds: 17 })]), combineRuns([run({ readySeconds: 16 })]));
     expect(rows[0]).toMatchObject({ metric: "vs peer: time until all 1,000 Ready", value: 16, reference: 16, unit: "s" });
+  });
+
+  it("gives the time ratio pair by pair, with the 95 % interval of its mean", () => {
+    const times = (xs: number[]) => xs.map((readySeconds) => run({ readySeconds }));
+    const p = pairedTimeRatios(times([9, 20, 33]), times([10, 20, 30]));
+    expect(p.ratios.map((r) => r.toFixed(3))).toEqual(["0.900", "1.000", "1.100"]);
+    expect(p.mean).toBeCloseTo(1);
+    // sd 0.1 over 3 pairs: t(2 df) 4.303 × 0.1 / √3 = 0.248 either side.
+    expect(p.low).toBeCloseTo(0.752, 3);
+    expect(p.high).toBeCloseTo(1.248, 3);
+    // One pair has no spread to estimate.
+    expect(pairedTimeRatios(times([9]), times([10]))).toEqual({ ratios: [0.9], mean: 0.9 });
   });
 });

@@ -191,7 +191,46 @@ export async function comparePeer(env: EnvironmentInfo, users: number): Promise<
   if (results.peer.length < order.length / 2 || results.ours.length < order.length / 2) return { rows: [], failures, details: { peerRuns: out } };
   const peer = combineRuns(results.peer);
   const ours = combineRuns(results.ours);
-  return { rows: comparisonRows(ours, peer), failures, details: { peerRuns: out, peer, ours, runs: results } };
+  const pairRow = results.peer.length === results.ours.length ? [timeRatioRow(pairedTimeRatios(results.ours, results.peer))] : [];
+  return { rows: [...comparisonRows(ours, peer), ...pairRow], failures, details: { peerRuns: out, peer, ours, runs: results } };
+}
+
+/** Student's t at 97.5 % for 1–30 degrees of freedom (beyond: 1.96), for a two-sided 95 % interval. */
+const T_975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042];
+
+export interface PairedRatios {
+  /** ours / peer in each pair, in run order. */
+  ratios: number[];
+  mean: number;
+  /** The 95 % interval of the mean ratio (undefined with one pair: no spread to estimate). */
+  low?: number;
+  high?: number;
+}
+
+/**
+ * The time ratio pair by pair: run i of ours against run i of the peer, which ran next to it (runOrder).
+ * On a machine whose control plane's speed drifts from run to run, the spread of these ratios says how
+ * far one `make bench`'s mean ratio can be trusted — whether "≤ 1.0×" is shown or only not refuted.
+ */
+export function pairedTimeRatios(ours: DriverResult[], peer: DriverResult[]): PairedRatios {
+  const ratios = ours.map((o, i) => o.readySeconds / (peer[i]?.readySeconds ?? Number.NaN));
+  const m = mean(ratios);
+  if (ratios.length < 2) return { ratios, mean: m };
+  const sd = Math.sqrt(ratios.reduce((a, r) => a + (r - m) ** 2, 0) / (ratios.length - 1));
+  const half = (T_975[ratios.length - 2] ?? 1.96) * (sd / Math.sqrt(ratios.length));
+  return { ratios, mean: m, low: m - half, high: m + half };
+}
+
+function timeRatioRow(p: PairedRatios): BenchRow {
+  const interval = p.low === undefined || p.high === undefined ? "one pair: no interval" : `95 % interval of the mean ${p.low.toFixed(2)}–${p.high.toFixed(2)}`;
+  return {
+    metric: "vs peer: time until all Ready, pair by pair (mean of ours / peer)",
+    value: p.mean,
+    unit: "",
+    // In the ratio column too, where the table's other ratios are.
+    ratio: p.mean,
+    note: `${p.ratios.length} pairs: ${p.ratios.map((r) => r.toFixed(2)).join(", ")}; ${interval}`,
+  };
 }
 
 const MiB = (kib: number) => kib / 1024;
