@@ -88,6 +88,19 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
     logFile: join(opts.dir, "stdout.log"),
     detached: opts.detached ?? false,
   });
+  // All or nothing: a server left running after a failed start would hold its data directory's
+  // locks and socket, and the next start on the same data (a retry, a restarted pod) would fail or,
+  // worse, reach the old server through the socket while its own never listens.
+  try {
+    return await setUp(proc, socket, logFile, port, opts.rootPassword ?? "");
+  } catch (err) {
+    await stopPid(proc.pid, 30_000);
+    throw err;
+  }
+}
+
+/** Waits for a just-started server and gives root a TCP login from 127.0.0.1. */
+async function setUp(proc: RunningProcess, socket: string, logFile: string, port: number, password: string): Promise<MariaDBEndpoint & { pid: number }> {
   const viaSocket = async () => {
     const conn = await mysql.createConnection({ socketPath: socket, user: "root", password: "" });
     return conn;
@@ -99,14 +112,18 @@ export async function startMariaDB(opts: MariaDBInstanceOptions): Promise<MariaD
   }, 60_000);
   // install-db creates root@localhost only; tests connect over TCP from 127.0.0.1.
   const conn = await viaSocket();
-  const password = opts.rootPassword ?? "";
-  // Set-up is not data: kept out of the binary log, as the official image's entrypoint does, so replicas never receive it.
-  await conn.query("SET SESSION sql_log_bin = 0");
-  await conn.query("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ?", [password]);
-  // install-db may have made the account already (without a password): set it either way.
-  await conn.query("ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY ?", [password]);
-  await conn.query("GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION");
-  await conn.end();
+  try {
+    // Set-up is not data: kept out of the binary log, as the official image's entrypoint does, so replicas never receive it.
+    await conn.query("SET SESSION sql_log_bin = 0");
+    await conn.query("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ?", [password]);
+    // install-db may have made the account already (without a password): set it either way.
+    await conn.query("ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY ?", [password]);
+    await conn.query("GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION");
+    await conn.end();
+  } catch (err) {
+    conn.destroy();
+    throw err;
+  }
   return { host: "127.0.0.1", port, user: "root", password, pid: proc.pid, logFile };
 }
 

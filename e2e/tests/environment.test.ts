@@ -216,6 +216,28 @@ describe("MariaDB", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  // A start that fails once its server runs (here: set-up statements the server refuses) must not
+  // leave that server behind. It would keep its data directory locked and its socket bound, and the
+  // next start on the same data — a retry, a restarted pod's server — would fail, or reach the old
+  // server through the socket and report a port nothing listens on.
+  it("stops a throw-away server whose start failed, so the next start on its data succeeds", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sw-envdb-"));
+    let server: Awaited<ReturnType<typeof startMariaDB>> | undefined;
+    try {
+      // Without grant tables the server runs but refuses CREATE USER: the start's set-up fails.
+      await expect(startMariaDB({ dir: join(dir, "db"), args: ["--skip-grant-tables"] })).rejects.toThrow(/skip-grant-tables/);
+      // The next start on the same data is a server of its own: the one that failed is gone, locks and socket with it.
+      server = await startMariaDB({ dir: join(dir, "db"), rootPassword: "second-start" });
+      const conn = await mysql.createConnection({ host: server.host, port: server.port, user: server.user, password: server.password });
+      const [rows] = await conn.query("SELECT @@port AS port");
+      await conn.end();
+      expect(rows).toEqual([{ port: server.port }]);
+    } finally {
+      if (server) await stopMariaDB(server);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe("S3 server", () => {
