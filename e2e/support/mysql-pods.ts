@@ -58,6 +58,8 @@ export class LocalPodServers implements ServerAddressResolver {
   private loop: Promise<void> | undefined;
   /** Failures starting a server, by pod: a test asserts there are none. */
   readonly failures = new Map<string, string>();
+  /** Why the last tick failed, if it did: it is retried, so only a timeout's message shows it. */
+  private lastTickError: string | undefined;
 
   constructor(client: KubeClient, dir: string, namespace: string) {
     this.client = client;
@@ -68,7 +70,10 @@ export class LocalPodServers implements ServerAddressResolver {
   start(): this {
     this.loop = (async () => {
       while (!this.stopped) {
-        await this.tick().catch(() => undefined);
+        await this.tick().then(
+          () => (this.lastTickError = undefined),
+          (err: unknown) => (this.lastTickError = err instanceof Error ? err.message : String(err)),
+        );
         await sleep(300);
       }
     })();
@@ -78,6 +83,33 @@ export class LocalPodServers implements ServerAddressResolver {
   /** The failures starting servers, for a test's error message ("" when none). */
   describeFailures(): string {
     return this.failures.size === 0 ? "" : `; pod servers that failed to start: ${[...this.failures].map(([pod, why]) => `${pod}: ${why}`).join("; ")}`;
+  }
+
+  /**
+   * What this runtime knows of some pods, for a test's timeout message: each pod as it is now (uid,
+   * node, deleting) beside the server started for it (and for which uid) — a server started for an
+   * earlier pod of the same name is not resolved to — and why the last tick failed, if it did.
+   */
+  async describe(pods: string[]): Promise<string> {
+    const why = (err: unknown) => (err instanceof Error ? err.message : String(err));
+    const parts = await Promise.all(
+      pods.map(async (name) => {
+        const live = await this.client.get<Pod>(builtin.pod, this.namespace, name).then(
+          (p) => `uid ${p.metadata.uid}, node ${p.spec.nodeName ?? "none"}${p.metadata.deletionTimestamp ? ", deleting" : ""}`,
+          (err: unknown) => `not read (${why(err)})`,
+        );
+        const pending = this.servers.get(name);
+        // A server still starting is reported as such, not waited for.
+        const server = pending
+          ? await Promise.race([
+              pending.then((s) => `listening on ${s.port}`, (err: unknown) => `failed (${why(err)})`),
+              new Promise<string>((resolve) => setImmediate(() => resolve("starting"))),
+            ])
+          : "none";
+        return `${name}: pod ${live}; server ${server}, started for uid ${this.startedFor.get(name) ?? "none"}`;
+      }),
+    );
+    return `; ${parts.join("; ")}${this.lastTickError ? `; the last tick failed: ${this.lastTickError}` : ""}`;
   }
 
   /** The server of a pod, once started. */

@@ -361,7 +361,10 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
       waitFor(`MySQLCluster Running with ${replicas}`, async () => {
         const c = await admin.get<MySQLCluster>(MYC, appNs, "shop");
         if (c.status?.phase === "Running" && c.status.readyReplicas === replicas && c.status.observedGeneration === c.metadata.generation) return c;
-        throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}`);
+        // Enough to tell a timeout's cause: the pods' servers as the harness sees them, and what the operator did.
+        const pods = Array.from({ length: Math.max(replicas, c.spec.replicas ?? 0) }, (_, i) => `shop-${i}`);
+        const did = (await eventsOf("shop")).map((e) => e.reason).join(", ");
+        throw new Error(`phase ${c.status?.phase}: ${findCondition(c.status?.conditions, "Ready")?.message}${servers?.describeFailures() ?? ""}${(await servers?.describe(pods)) ?? ""}; events: ${did}`);
       }, 180_000, 500);
     storageClass = await createExpandableStorageClass(admin);
     await admin.create(MYC, { apiVersion: MySQLClusterKind.apiVersion, kind: MySQLClusterKind.kind, metadata: { name: "shop", namespace: appNs, labels }, spec: { replicas: 2, storage: { size: "1Gi", storageClassName: storageClass } } });
