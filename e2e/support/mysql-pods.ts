@@ -36,6 +36,9 @@ interface Claim extends KubeObject {
   spec: { volumeName?: string; storageClassName?: string; accessModes?: string[]; resources?: { requests?: { storage?: string } } };
 }
 
+/** What a failure says, for the messages a test shows. */
+const why = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 /** An address nothing listens on (the discard port): connecting is refused at once. */
 const NOTHING_LISTENS: ServerAddress = { host: "127.0.0.1", port: 9 };
 
@@ -72,7 +75,7 @@ export class LocalPodServers implements ServerAddressResolver {
       while (!this.stopped) {
         await this.tick().then(
           () => (this.lastTickError = undefined),
-          (err: unknown) => (this.lastTickError = err instanceof Error ? err.message : String(err)),
+          (err: unknown) => (this.lastTickError = why(err)),
         );
         await sleep(300);
       }
@@ -91,7 +94,6 @@ export class LocalPodServers implements ServerAddressResolver {
    * earlier pod of the same name is not resolved to — and why the last tick failed, if it did.
    */
   async describe(pods: string[]): Promise<string> {
-    const why = (err: unknown) => (err instanceof Error ? err.message : String(err));
     const parts = await Promise.all(
       pods.map(async (name) => {
         const live = await this.client.get<Pod>(builtin.pod, this.namespace, name).then(
@@ -202,7 +204,7 @@ export class LocalPodServers implements ServerAddressResolver {
       started.then(
         () => this.failures.delete(name),
         (err: unknown) => {
-          this.failures.set(name, err instanceof Error ? err.message : String(err));
+          this.failures.set(name, why(err));
           // Tried again on the next tick, unless the image is one that never starts.
           if (!(pod.spec.containers[0]?.image ?? "").endsWith(":broken") && this.servers.get(name) === started) {
             this.servers.delete(name);
