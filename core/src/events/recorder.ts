@@ -3,7 +3,6 @@
 // within the series window updates the existing Event's series count instead
 // of creating a new object, and at most once per `repeatIntervalMs`, so an
 // object stuck in a retry loop cannot flood the API server with events.
-import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { builtin, kubeMicroTime, type KubeClient, type KubeObject } from "../client/index.ts";
 
@@ -105,8 +104,10 @@ export class EventRecorder {
       return;
     }
     const created = await this.client.create(builtin.event, {
-      // client-go's naming: "<object>.<unique hex>" (a generateName ending in "." is not a valid name prefix).
-      metadata: { name: `${regarding.metadata.name ?? "object"}.${now.toString(16)}${randomBytes(2).toString("hex")}`, namespace },
+      // client-go's naming: "<object>.<unique hex>" (a generateName ending in "." is not a valid name prefix):
+      // the time, and four hex digits against two Events of one object in the same millisecond. They need
+      // to be unlikely to repeat, not unpredictable: Math.random, not a crypto call per Event.
+      metadata: { name: `${regarding.metadata.name ?? "object"}.${now.toString(16)}${uniqueHex()}`, namespace },
       eventTime: kubeMicroTime(now),
       reportingController: this.opts.reportingController,
       reportingInstance: this.opts.reportingInstance,
@@ -140,4 +141,11 @@ export class EventRecorder {
       this.seen.delete(key);
     }
   }
+}
+
+/** Four hex digits for an Event's name (see EventRecorder's create). */
+function uniqueHex(): string {
+  return Math.floor(Math.random() * 0x10000)
+    .toString(16)
+    .padStart(4, "0");
 }
