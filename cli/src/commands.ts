@@ -11,7 +11,7 @@ import { setFlagsFromString } from "node:v8";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { Manager, createLogger, uniqueKinds, type LogLevel } from "@stateward/core";
-import { EXIT, exitCodeOf, messageOf } from "./commands/common.ts";
+import { EXIT, commandErrorMessage, exitCodeOf } from "./commands/common.ts";
 import { UsageError, engineFlagsFor, selectOperatorNames, selectOperators } from "./operators.ts";
 
 const usage = `Usage: stateward COMMAND [flags]      (stateward help COMMAND, or COMMAND --help, for its flags)
@@ -236,9 +236,9 @@ main(process.argv.slice(2)).then(
     const code = (command === "run" || command === "crds") && exitCodeOf(err) !== EXIT.usage ? EXIT.failed : exitCodeOf(err);
     if (code === EXIT.usage) {
       const sub = await subcommand(command);
-      process.stderr.write(`stateward: ${messageOf(err)}\n\n${sub ? sub.usage : usage}`);
+      process.stderr.write(`stateward: ${commandErrorMessage(err)}\n\n${sub ? sub.usage : usage}`);
     } else {
-      process.stderr.write(`stateward: ${messageOf(err)}\n`);
+      process.stderr.write(`stateward: ${commandErrorMessage(err)}\n`);
     }
     return exitWhenWritten(code);
   },

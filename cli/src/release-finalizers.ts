@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { KubeClient, isNotFound, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
+import { KubeClient, isNotFound, messageOf, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
 import { FINALIZER as DROP_ACCOUNT_FINALIZER } from "@stateward/operator-database-user";
 import { BACKUP_FINALIZER } from "@stateward/operator-mysql-backup";
 import { listAll } from "./commands/common.ts";
@@ -162,7 +162,7 @@ export async function releaseFinalizers(argv: string[], out: (s: string) => void
         continue;
       }
       failed++;
-      process.stderr.write(`stateward: could not release ${f.kind} ${id}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`stateward: could not release ${f.kind} ${id}: ${messageOf(err)}\n`);
     }
   }
   return failed > 0 ? 1 : 0;

@@ -6,6 +6,7 @@ export * from "./client/index.ts";
 export * from "./conditions/index.ts";
 export * from "./controller/index.ts";
 export * from "./crd/index.ts";
+export * from "./errors/index.ts";
 export * from "./events/index.ts";
 export * from "./finalizers/index.ts";
 export * from "./health/index.ts";

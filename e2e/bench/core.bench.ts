@@ -20,6 +20,7 @@ import {
   builtin,
   findCondition,
   isNotFound,
+  messageOf,
   resourcePath,
   type KubeClient,
   type KubeObject,
@@ -224,7 +225,7 @@ async function run(env: EnvironmentInfo): Promise<BenchResult> {
     const createdMs = performance.now() - t0;
     await waitFor(`all ${WIDGETS} Widgets Ready`, () => (watch.allReadyAt !== undefined ? true : undefined), ALL_READY_TIMEOUT_MS, SCRAPE_EVERY_MS).catch(
       (err: unknown) => {
-        throw new Error(`${err instanceof Error ? err.message : String(err)} (${watch.ready.size} Ready)`);
+        throw new Error(`${messageOf(err)} (${watch.ready.size} Ready)`);
       },
     );
     const allReadyMs = (watch.allReadyAt ?? performance.now()) - t0;
@@ -347,7 +348,7 @@ async function forceCleanup(client: KubeClient, ns: string): Promise<void> {
     });
     await deleteNamespace(client, ns);
   } catch (err) {
-    console.error(`core benchmark: could not clean up namespace ${ns}: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`core benchmark: could not clean up namespace ${ns}: ${messageOf(err)}`);
   }
 }
 

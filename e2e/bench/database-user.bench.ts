@@ -22,6 +22,7 @@ import {
   Manager,
   builtin,
   captureLogs,
+  messageOf,
   resourcePath,
   type KubeClient,
   type RequestObservation,
@@ -170,7 +171,7 @@ async function runInProcess(env: EnvironmentInfo): Promise<BenchResult> {
     await createDatabaseUsers(client, { namespace: ns, count: USERS, instance: "db", accountPrefix: prefix, inFlight: CREATES_IN_FLIGHT });
     const createdS = (performance.now() - t0) / 1000;
     await waitFor(`all ${USERS} DatabaseUsers Ready`, () => (allReadyAt !== undefined ? true : undefined), ALL_READY_TIMEOUT_MS, 100).catch((err: unknown) => {
-      throw new Error(`${err instanceof Error ? err.message : String(err)} (${ready.size} Ready)`);
+      throw new Error(`${messageOf(err)} (${ready.size} Ready)`);
     });
     const allReadyS = ((allReadyAt ?? performance.now()) - t0) / 1000;
     const reconciles = await waitIdle(first.manager, USERS, ALL_READY_TIMEOUT_MS);

@@ -19,6 +19,7 @@
 // only the operators it runs, so that its RSS is what the command's would be.
 import { registerSlimClientNode } from "@stateward/cli";
 import type { OperatorModule, RequestCounts, RequestObservation } from "@stateward/core";
+import { messageOf } from "@stateward/core";
 
 registerSlimClientNode();
 const { KubeConfig } = await import("@kubernetes/client-node/dist/config.js");
@@ -151,6 +152,6 @@ async function main(): Promise<void> {
 
 main().catch(async (err: unknown) => {
   // The manager may hold sockets and timers open; the parent has what it needs once the message is out.
-  await send({ type: "failed", message: err instanceof Error ? err.message : String(err) });
+  await send({ type: "failed", message: messageOf(err) });
   process.exit(1);
 });

@@ -2,7 +2,7 @@
 // MySQLRestore and time it to Completed while watching the manager's memory
 // and CPU, and empty their folder of the bucket afterwards.
 import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
-import { findCondition, type Condition, type KubeClient, type KubeObject, type ResourceType } from "@stateward/core";
+import { findCondition, messageOf, type Condition, type KubeClient, type KubeObject, type ResourceType } from "@stateward/core";
 import { waitFor } from "../support/wait.ts";
 import type { ManagerHandle } from "./manager-handle.ts";
 import { watchProcess, type UsageWindow } from "./process-usage.ts";
@@ -47,7 +47,7 @@ export async function timedOperation<T extends Operation>(client: KubeClient, ma
     ).catch((err: unknown) => {
       // A timeout alone does not say why: the last status does (e.g. Pending, WaitingForSlot).
       const ready = findCondition(last?.status?.conditions, "Ready");
-      throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen ${last?.status?.phase ?? "without a status"}: ${ready?.reason ?? ""} ${ready?.message ?? ""}`);
+      throw new Error(`${messageOf(err)}; last seen ${last?.status?.phase ?? "without a status"}: ${ready?.reason ?? ""} ${ready?.message ?? ""}`);
     });
     return { done, seconds: (performance.now() - t0) / 1000 };
   })().then(

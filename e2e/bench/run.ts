@@ -8,7 +8,7 @@
 // Exits non-zero when a benchmark throws or reports a failure.
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { KubeClient } from "@stateward/core";
+import { KubeClient, messageOf } from "@stateward/core";
 import { kubeConfigFrom } from "../support/kube.ts";
 import { repoRoot, startEnvironment, stopAbandonedRuns, type EnvironmentHandle } from "../harness/index.ts";
 import type { Benchmark } from "./benchmark.ts";
@@ -97,7 +97,7 @@ async function main(args: string[]): Promise<number> {
         }
       } catch (err) {
         failed++;
-        console.error(`\nFAILED: ${bench.name} after ${((performance.now() - t0) / 1000).toFixed(1)} s: ${err instanceof Error ? err.message : String(err)}`);
+        console.error(`\nFAILED: ${bench.name} after ${((performance.now() - t0) / 1000).toFixed(1)} s: ${messageOf(err)}`);
         if (err instanceof Error && err.stack) console.error(err.stack.split("\n").slice(1).join("\n"));
       }
     }
@@ -114,7 +114,7 @@ async function main(args: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`bench: ${messageOf(err)}`);
     process.exit(err instanceof UsageError ? 2 : 1);
   },
 );

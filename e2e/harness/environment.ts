@@ -20,6 +20,7 @@ import {
 import { realNodeSupport, type RealNodeSupport } from "./realnode/support.ts";
 import { startS3, type S3Endpoint } from "./s3.ts";
 import { repoRoot, tools } from "./tools.ts";
+import { messageOf } from "@stateward/core/errors";
 
 export interface EnvironmentInfo {
   dir: string;
@@ -228,7 +229,7 @@ export async function startEnvironment(opts: {
     for (const p of [...processes].reverse()) await stopPid(p.pid);
     const failures = [cluster, db, store]
       .filter((r): r is PromiseRejectedResult => r.status === "rejected")
-      .map((r) => (r.reason instanceof Error ? r.reason.message : String(r.reason)));
+      .map((r) => messageOf(r.reason));
     throw new EnvironmentError(`the test environment did not come up:\n${failures.join("\n\n")}`);
   }
   const kubeconfig = join(opts.dir, "kubeconfig");

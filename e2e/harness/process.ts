@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { messageOf } from "@stateward/core/errors";
 
 export interface ProcessSpec {
   /** Name used in messages, e.g. "kube-apiserver". */
@@ -90,7 +91,7 @@ export async function waitUntilReady(
     try {
       if (await ready()) return;
     } catch (err) {
-      lastError = err instanceof Error ? err.message : String(err);
+      lastError = messageOf(err);
     }
     await sleep(200);
   }

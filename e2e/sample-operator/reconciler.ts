@@ -5,6 +5,7 @@ import {
   builtin,
   controllerReference,
   isBeingDeleted,
+  messageOf,
   readyStatus,
   removeFinalizer,
   writeStatus,
@@ -70,7 +71,7 @@ export class WidgetReconciler implements Reconciler {
       });
       return undefined;
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       await this.writeStatus(widget, {}, { status: "False", reason: "ReconcileFailed", message });
       await this.events.record(widget, "Warning", "ReconcileFailed", message);
       throw err;

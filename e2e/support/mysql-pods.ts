@@ -22,7 +22,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { builtin, isAlreadyExists, isNotFound, type KubeClient, type KubeObject } from "@stateward/core";
+import { builtin, isAlreadyExists, isNotFound, messageOf, type KubeClient, type KubeObject } from "@stateward/core";
 import type { ServerAddress, ServerAddressResolver } from "@stateward/mysql";
 import { MY_CNF_KEY, ROLE_LABEL, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
 import { isAlive, startMariaDB, stopMariaDB, type MariaDBEndpoint } from "../harness/index.ts";
@@ -37,7 +37,6 @@ interface Claim extends KubeObject {
 }
 
 /** What a failure says, for the messages a test shows. */
-const why = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** An address nothing listens on (the discard port): connecting is refused at once. */
 const NOTHING_LISTENS: ServerAddress = { host: "127.0.0.1", port: 9 };
@@ -75,7 +74,7 @@ export class LocalPodServers implements ServerAddressResolver {
       while (!this.stopped) {
         await this.tick().then(
           () => (this.lastTickError = undefined),
-          (err: unknown) => (this.lastTickError = why(err)),
+          (err: unknown) => (this.lastTickError = messageOf(err)),
         );
         await sleep(300);
       }
@@ -98,13 +97,13 @@ export class LocalPodServers implements ServerAddressResolver {
       pods.map(async (name) => {
         const live = await this.client.get<Pod>(builtin.pod, this.namespace, name).then(
           (p) => `uid ${p.metadata.uid}, node ${p.spec.nodeName ?? "none"}${p.metadata.deletionTimestamp ? ", deleting" : ""}`,
-          (err: unknown) => `not read (${why(err)})`,
+          (err: unknown) => `not read (${messageOf(err)})`,
         );
         const pending = this.servers.get(name);
         // A server still starting is reported as such, not waited for.
         const server = pending
           ? await Promise.race([
-              pending.then((s) => `listening on ${s.port}`, (err: unknown) => `failed (${why(err)})`),
+              pending.then((s) => `listening on ${s.port}`, (err: unknown) => `failed (${messageOf(err)})`),
               new Promise<string>((resolve) => setImmediate(() => resolve("starting"))),
             ])
           : "none";
@@ -204,7 +203,7 @@ export class LocalPodServers implements ServerAddressResolver {
       started.then(
         () => this.failures.delete(name),
         (err: unknown) => {
-          this.failures.set(name, why(err));
+          this.failures.set(name, messageOf(err));
           // Tried again on the next tick, unless the image is one that never starts.
           if (!(pod.spec.containers[0]?.image ?? "").endsWith(":broken") && this.servers.get(name) === started) {
             this.servers.delete(name);

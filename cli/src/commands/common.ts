@@ -4,7 +4,7 @@
 // loop that follows a long operation until it ends.
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { ApiConnectionError, ApiError, KubeClient, findCondition, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
+import { ApiConnectionError, ApiError, KubeClient, findCondition, messageOf, resourceOf, type Condition, type CustomKind, type KubeObject } from "@stateward/core";
 import { UsageError, allKinds } from "../operators.ts";
 // A module import, not a file read at run time: the image's single-file build (hack/build.ts) has no package.json beside it.
 import cliPackage from "../../package.json" with { type: "json" };
@@ -54,9 +54,9 @@ export function exitCodeOf(err: unknown): number {
 }
 
 /** The message printed for an error that ended a command. */
-export function messageOf(err: unknown): string {
+export function commandErrorMessage(err: unknown): string {
   if (err instanceof DOMException && err.name === "TimeoutError") return `the Kubernetes API did not answer in time (${err.message})`;
-  return err instanceof Error ? err.message : String(err);
+  return messageOf(err);
 }
 
 /** parseArgs options every command that talks to the cluster takes. */
@@ -86,7 +86,7 @@ export function connect(values: { kubeconfig?: string; namespace?: string; conte
     if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
     else kubeConfig.loadFromDefault();
   } catch (err) {
-    throw new CommandError(EXIT.api, `cannot load the kubeconfig: ${messageOf(err)}`);
+    throw new CommandError(EXIT.api, `cannot load the kubeconfig: ${commandErrorMessage(err)}`);
   }
   if (values.context) {
     if (!kubeConfig.getContextObject(values.context)) throw new UsageError(`no context "${values.context}" in the kubeconfig`);

@@ -4,7 +4,7 @@
 import { parseArgs } from "node:util";
 import { isNotFound, type Condition, type KubeObject } from "@stateward/core";
 import { allKinds } from "../operators.ts";
-import { CommandError, EXIT, connect, listAll, connectionHelp, connectionOptions, formatBytes, messageOf, outputFormat, outputOption, readyCondition } from "./common.ts";
+import { CommandError, EXIT, connect, listAll, connectionHelp, connectionOptions, formatBytes, commandErrorMessage, outputFormat, outputOption, readyCondition } from "./common.ts";
 import { render } from "./render.ts";
 
 export const statusUsage = `Usage:
@@ -140,7 +140,7 @@ export async function status(argv: string[], out: (s: string) => void = (s) => p
       return (await listAll<Described>(client, kind, all ? undefined : namespace)).map((obj) => statusRow(kind.kind, obj));
     } catch (err) {
       if (isNotFound(err)) return []; // That CRD is not installed: nothing of this kind exists.
-      failures.push(`cannot list ${kind.plural}: ${messageOf(err)}`);
+      failures.push(`cannot list ${kind.plural}: ${commandErrorMessage(err)}`);
       return [];
     }
   }));

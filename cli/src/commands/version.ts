@@ -4,7 +4,7 @@
 import { parseArgs } from "node:util";
 import { builtin, isForbidden, isNotFound, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
 import { allKinds } from "../operators.ts";
-import { CommandError, EXIT, cliVersion, connect, connectionOptions, messageOf, outputFormat, outputOption } from "./common.ts";
+import { CommandError, EXIT, cliVersion, connect, connectionOptions, commandErrorMessage, outputFormat, outputOption } from "./common.ts";
 import { render } from "./render.ts";
 
 export const versionUsage = `Usage:
@@ -104,6 +104,6 @@ export async function version(argv: string[], out: (s: string) => void = (s) => 
     }
   }
   out(format === "text" ? versionText(info) : render(format, info));
-  if (failure !== undefined) throw new CommandError(EXIT.api, `cannot read the server's versions: ${messageOf(failure)}`);
+  if (failure !== undefined) throw new CommandError(EXIT.api, `cannot read the server's versions: ${commandErrorMessage(failure)}`);
   return EXIT.ok;
 }

@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiError, isGone, objectKey, type KubeClient, type KubeObject, type ResourceType } from "../client/index.ts";
 import { Store } from "./store.ts";
+import { messageOf } from "../errors/index.ts";
 
 export type InformerEvent<T extends KubeObject> =
   | { type: "add"; obj: T }
@@ -156,7 +157,7 @@ export class Informer<T extends KubeObject = KubeObject> {
         this.log.warn("list/watch failed; retrying", {
           kind: this.resource.kind,
           namespace: this.opts.namespace,
-          error: err instanceof Error ? err.message : String(err),
+          error: messageOf(err),
           retryInMs: Math.round(delay),
         });
         await sleep(delay, undefined, { signal: this.stopper.signal }).catch(() => undefined);

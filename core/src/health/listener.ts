@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseBindAddress } from "./address.ts";
+import { messageOf } from "../errors/index.ts";
 
 /** The address a server actually listens on, after port 0 has been resolved. */
 export interface BoundAddress {
@@ -65,7 +66,7 @@ export class HttpListener {
       });
     } catch (err) {
       this.#server = undefined;
-      const reason = err instanceof Error ? err.message : String(err);
+      const reason = messageOf(err);
       throw new Error(`${this.#name} cannot listen on "${address}": ${reason}`, { cause: err });
     }
     const info = server.address() as AddressInfo;

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpListener, allowReadOnly, sendText } from "./listener.ts";
 import type { BoundAddress } from "./listener.ts";
+import { messageOf } from "../errors/index.ts";
 
 /** Produces the scrape body; `Metrics.exposition` from core/src/metrics fits. */
 export type MetricsSource = () => Promise<{ contentType: string; body: string }>;
@@ -42,7 +43,7 @@ export class MetricsServer {
     try {
       exposition = await this.#source();
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       return sendText(res, 500, `error gathering metrics: ${message}\n`);
     }
     sendText(res, 200, exposition.body, { "Content-Type": exposition.contentType });

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpListener, allowReadOnly, sendText } from "./listener.ts";
 import type { BoundAddress } from "./listener.ts";
+import { messageOf } from "../errors/index.ts";
 
 /** A health or readiness check: it passes unless it throws or rejects. */
 export type Check = () => Promise<void> | void;
@@ -141,7 +142,7 @@ async function runCheck(check: Check, timeoutMs: number): Promise<string | undef
     await Promise.race([Promise.resolve().then(check), timeout]);
     return undefined;
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = messageOf(err);
     return message.replace(/\s*[\r\n]+\s*/g, " ") || "failed";
   } finally {
     clearTimeout(timer);

@@ -22,6 +22,7 @@ import { EnvironmentError, isAlive, logTail, startProcess, stopPid, waitUntilRea
 import { HOSTS_TAG, readSnapshot, removeCgroupTree, restoreHost, takeSnapshot, unmountUnder } from "./host-state.ts";
 import { builtImages, imageRefs } from "./images.ts";
 import { CNI_BIN_DIR, corednsBuilt, corednsPath, kubeletPath, realNodeSupport } from "./support.ts";
+import { messageOf } from "@stateward/core/errors";
 
 const run = promisify(execFile);
 
@@ -478,7 +479,7 @@ export async function startRealNode(opts: StartRealNodeOptions): Promise<RealNod
     const kubeletLog = join(dir, "logs", "kubelet.log");
     await stopRealNode(dir, opts.kubeconfig);
     if (err instanceof EnvironmentError) throw err;
-    throw new EnvironmentError(`real node: ${err instanceof Error ? err.message : String(err)}. kubelet log:\n${logTail(kubeletLog)}`);
+    throw new EnvironmentError(`real node: ${messageOf(err)}. kubelet log:\n${logTail(kubeletLog)}`);
   }
 }
 

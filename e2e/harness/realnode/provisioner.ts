@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1PersistentVolume, type V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { messageOf } from "@stateward/core/errors";
 
 /** Kept in step with node.ts (not imported: this process loads only what it needs). */
 const STORAGE_CLASS = "stateward-local";
@@ -111,7 +112,7 @@ while (!stopping) {
     if (!announced && !existsSync(join(dir, ".ready"))) writeFileSync(join(dir, ".ready"), "");
     announced = true;
   } catch (err) {
-    log("tick failed", { error: err instanceof Error ? err.message : String(err) });
+    log("tick failed", { error: messageOf(err) });
   }
   await sleep(1_000);
 }

@@ -16,7 +16,7 @@ import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
-import { findCondition } from "@stateward/core";
+import { findCondition, messageOf } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
 import { DatabaseUserKind, type DatabaseUser } from "@stateward/operator-database-user";
 import { MySQLBackupKind, type BackupManifest, type MySQLBackup } from "@stateward/operator-mysql-backup";
@@ -168,7 +168,7 @@ describe.skipIf(unavailable !== undefined)("the manager within the chart's defau
         ready = list.items.filter(databaseUserReady).length;
         return ready === USERS ? true : undefined;
       }, 420_000, 3_000).catch((err: unknown) => {
-        throw new Error(`${err instanceof Error ? err.message : String(err)} (${ready} Ready)`);
+        throw new Error(`${messageOf(err)} (${ready} Ready)`);
       });
       console.log(`memory-limit: ${USERS} DatabaseUsers Ready after ${((performance.now() - t0) / 1000).toFixed(1)} s; cgroup ${usageText(group.usage())}`);
     })();

@@ -7,7 +7,7 @@
 // object right before CREATE USER, in the request that adds the finalizer (3 API
 // writes per new account): a status write lost after CREATE USER leaves the
 // account its own; a claim copied from another object claims nothing.
-import { builtin, resourceType, type KubeObject } from "@stateward/core";
+import { builtin, messageOf, resourceType, type KubeObject } from "@stateward/core";
 import { ACCOUNT_CREATED_BY, type DatabaseUser } from "@stateward/operator-database-user";
 import type mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -235,7 +235,7 @@ describe("database-user: accounts it does not own", () => {
         const probe = await client.get<DatabaseUser>(DBU, probeNs, "probe");
         const outcome = await client.updateStatus(DBU, { ...probe, status: { user: `probe-${Date.now()}` } }).then(
           () => "written",
-          (err: unknown) => String(err instanceof Error ? err.message : err),
+          (err: unknown) => messageOf(err),
         );
         return outcome.includes("status writes refused by the test") ? true : undefined;
       });

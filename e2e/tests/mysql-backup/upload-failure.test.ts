@@ -13,7 +13,7 @@ import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
-import { builtin, findCondition, type KubeObject } from "@stateward/core";
+import { builtin, findCondition, messageOf, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
 import { MySQLBackupKind, type MySQLBackup } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -145,7 +145,7 @@ describe("S3 failing mid-backup", () => {
       }
       return undefined;
     }, 150_000).catch((err: unknown) => {
-      throw new Error(`${err instanceof Error ? err.message : String(err)}; uploads seen: ${[...seen].join(", ") || "none"}; manager log:\n${logTail(logFile, 10)}`);
+      throw new Error(`${messageOf(err)}; uploads seen: ${[...seen].join(", ") || "none"}; manager log:\n${logTail(logFile, 10)}`);
     });
     expect(inFlight.length).toBeGreaterThanOrEqual(2);
     proxy.block();

@@ -12,6 +12,7 @@ import {
   isBeingDeleted,
   isConflict,
   isNotFound,
+  messageOf,
   removeFinalizer,
   type Cache,
   type Clock,
@@ -158,7 +159,7 @@ export class DatabaseUserReconciler implements Reconciler {
     try {
       return await this.d.fingerprintKey.get();
     } catch (err) {
-      throw new Failure("FingerprintKeyUnavailable", `cannot read or create the password fingerprint key: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Failure("FingerprintKeyUnavailable", `cannot read or create the password fingerprint key: ${messageOf(err)}`);
     }
   }
 

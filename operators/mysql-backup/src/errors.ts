@@ -104,9 +104,3 @@ export class BackupError extends ReconcileError {
 export function isBackupError(err: unknown): err is BackupError {
   return err instanceof BackupError;
 }
-
-/** The message of any thrown value, for wrapping it into a sentence. */
-export function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
-}

@@ -2,7 +2,7 @@
 // CamelCase reason, a message naming the cause (the Secret, the key, the
 // instance — never a value), and whether retrying can help: core's
 // ReconcileError, with the reasons the MySQL operators give.
-import { ReconcileError } from "@stateward/core";
+import { ReconcileError, messageOf } from "@stateward/core";
 import { MySQLError } from "./errors.ts";
 import { InvalidIdentifierError } from "./identifiers.ts";
 import { MissingSecretError } from "./secrets.ts";
@@ -50,5 +50,5 @@ export function toFailure(err: unknown, instanceName: string, prefix: "Instance"
         return new Failure("SQLError", `${instance}: ${err.message}${err.code ? ` (${err.code})` : ""}`);
     }
   }
-  return new Failure("ReconcileError", err instanceof Error ? err.message : String(err));
+  return new Failure("ReconcileError", messageOf(err));
 }

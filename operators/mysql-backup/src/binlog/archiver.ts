@@ -6,7 +6,8 @@
 // manager that lost leadership must not write: the new leader resumes from
 // the index).
 import { setTimeout as sleep } from "node:timers/promises";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import type { MySQLConnectionOptions } from "../engine/connection.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
 import { ArchiveWriter, type ArchiveStorage, type RotationOptions } from "./archive-writer.ts";

@@ -3,7 +3,8 @@
 // reads, COM_BINLOG_DUMP, and the events as they come, with backpressure (the
 // socket is paused while too much waits unread) and a heartbeat watchdog.
 import { flavorOf } from "@stateward/mysql";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import { mysqlFailure, MySQLSession, type MySQLConnectionOptions } from "../engine/connection.ts";
 import { BINLOG_SEND_ANNOTATE_ROWS_EVENT, BinlogDumpCommand, binlogDumpPayload } from "./dump-command.ts";
 import { BinlogFormatError, toEvent, type BinlogEvent } from "./events.ts";

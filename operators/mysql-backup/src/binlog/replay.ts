@@ -24,10 +24,10 @@
 // - The result's `lastGtid` is the last archived transaction the replay went
 //   through: applied, or left out by `databases`; `transactions` counts the
 //   applied ones only.
-import type { Logger } from "@stateward/core";
+import { messageOf, type Logger } from "@stateward/core";
 import { mysqlFailure, withoutStatement, type MySQLSession } from "../engine/connection.ts";
 import { abortedError } from "../engine/errors.ts";
-import { BackupError, messageOf } from "../errors.ts";
+import { BackupError } from "../errors.ts";
 import { type ArchiveIndex, type ArchivedFile } from "./archive-index.ts";
 import { isoSeconds } from "./archive-writer.ts";
 import { BinlogFormatError, readBinlogFile, type BinlogEvent } from "./events.ts";

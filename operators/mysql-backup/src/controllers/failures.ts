@@ -5,6 +5,7 @@ import { MissingSecretError, MySQLError } from "@stateward/mysql";
 import { isBackupError } from "../errors.ts";
 import { leftTargetUntouched } from "../restore/index.ts";
 import type { FailedRun } from "./operation-reconciler.ts";
+import { messageOf } from "@stateward/core";
 
 export interface Failure {
   reason: string;
@@ -16,7 +17,7 @@ export function describeFailure(err: unknown, abortedBecause?: string): Failure 
   if (err instanceof MissingSecretError) return { reason: err.reason, message: err.message };
   if (err instanceof MySQLError) return { reason: `MySQL${err.failure}`, message: err.message };
   if (isBackupError(err)) return { reason: err.reason, message: err.message };
-  return { reason: "Error", message: err instanceof Error ? err.message : String(err) };
+  return { reason: "Error", message: messageOf(err) };
 }
 
 /**

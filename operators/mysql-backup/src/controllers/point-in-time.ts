@@ -22,7 +22,7 @@
 // after it (index.json currentAt, archive-index.ts).
 import { statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { quantityValue, type ReconcileContext } from "@stateward/core";
+import { messageOf, quantityValue, type ReconcileContext } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, MySQLBinlogArchiveKind, type MySQLBackup, type MySQLBinlogArchive, type MySQLRestore } from "../api.ts";
 import type { ArchiveIndex } from "../binlog/archive-index.ts";
@@ -132,7 +132,7 @@ export function notArchived(err: unknown, archive: MySQLBinlogArchive, point: Re
   const since = "time" in point ? point.time : created;
   const reached = index?.files.at(-1);
   const where = reached ? `it ends at GTID ${reached.lastGtid}, written ${reached.lastEventTime}` : "it holds no transaction yet";
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   if (Date.now() - since.getTime() < maxAgeMs) {
     return new NotReady("PointNotArchived", `Waiting for MySQLBinlogArchive ${archive.metadata.name} to archive ${describePoint(point)} (${where}): ${message}`, ARCHIVE_POLL_MS);
   }

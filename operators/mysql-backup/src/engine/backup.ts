@@ -12,12 +12,12 @@
 // On any failure or abort: every upload is aborted (no multipart upload left
 // behind), the objects already written are deleted (discard, uploads.ts), and
 // the error says why. The state the phases share is a BackupRun (backup-run.ts).
-import type { Logger } from "@stateward/core";
+import { messageOf, type Logger } from "@stateward/core";
 import { createHash } from "node:crypto";
 import { flavorOf, type Flavor as ServerFlavor } from "@stateward/mysql";
 import type { MySQLSession, MySQLConnectionOptions } from "./connection.ts";
 import { abortedError } from "./errors.ts";
-import { BackupError, messageOf } from "../errors.ts";
+import { BackupError } from "../errors.ts";
 import { describeDatabase, listUserDatabases, type DatabaseSchema, type TableSchema } from "./schema.ts";
 import { hasPostData, renderPostDataObject, renderSchemaObject } from "./schema-objects.ts";
 import { prepareDumpSession, takeSnapshot, type Snapshot } from "./snapshot.ts";

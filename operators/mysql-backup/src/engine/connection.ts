@@ -3,7 +3,8 @@
 // reason says what happened.
 import mysql, { type Connection, type QueryError, type RowDataPacket, type SqlValue, type SslOptions } from "mysql2";
 import { classifyMySQLError, driverDefaults, type MySQLFailure } from "@stateward/mysql";
-import { BackupError, messageOf, type BackupFailureReason } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError, type BackupFailureReason } from "../errors.ts";
 
 /** How to log in to a MySQL or MariaDB server. */
 export interface MySQLConnectionOptions {

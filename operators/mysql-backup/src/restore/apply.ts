@@ -3,7 +3,8 @@
 import type { MySQLSession } from "../engine/connection.ts";
 import { mysqlFailure, withoutStatement } from "../engine/connection.ts";
 import { abortedError } from "../engine/errors.ts";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import { StatementSplitter, type Statement } from "./statements.ts";
 
 export interface ApplyOptions {

@@ -13,7 +13,8 @@
 // the target (failed, below).
 import { MySQLSession } from "../engine/connection.ts";
 import { abortedError, throwIfAborted } from "../engine/errors.ts";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import { validateIdentifier } from "../engine/sql.ts";
 import { loadManifest } from "../storage/backup-folder.ts";
 import type { S3Location } from "../storage/s3.ts";

@@ -9,7 +9,8 @@
 import { Readable } from "node:stream";
 import { MySQLSession } from "../engine/connection.ts";
 import { throwIfAborted } from "../engine/errors.ts";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import { quoteIdentifier } from "../engine/sql.ts";
 import type { ManifestObject } from "../storage/manifest.ts";
 import { applySql } from "./apply.ts";

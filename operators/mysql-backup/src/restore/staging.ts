@@ -25,7 +25,8 @@
 import { createHash } from "node:crypto";
 import type { MySQLConnectionOptions } from "../engine/connection.ts";
 import { MySQLSession } from "../engine/connection.ts";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import { qualifiedName, quoteIdentifier, validateIdentifier } from "../engine/sql.ts";
 
 const stagingPrefix = "stw_restore_";

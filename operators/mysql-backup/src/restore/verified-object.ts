@@ -6,7 +6,8 @@
 import { createHash } from "node:crypto";
 import { pipeline as pipe, Transform, Writable, type Readable, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import { createDecompressor, type Compression } from "../storage/compression.ts";
 import type { ManifestObject } from "../storage/manifest.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";

@@ -21,7 +21,8 @@ import {
 import { Agent } from "node:https";
 import { Readable } from "node:stream";
 import { rootCertificates } from "node:tls";
-import { BackupError, messageOf } from "../errors.ts";
+import { messageOf } from "@stateward/core";
+import { BackupError } from "../errors.ts";
 import { isBackupKey } from "./layout.ts";
 
 /** How to reach an S3-compatible store. */

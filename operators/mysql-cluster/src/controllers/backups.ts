@@ -4,7 +4,7 @@
 // for it to complete. Operators never import each other: the MySQLBackup kind
 // is addressed by its API name, and a cluster without the CRD simply has no
 // backups.
-import { isInvalid, isNotFound, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
+import { isInvalid, isNotFound, messageOf, resourceType, type KubeClient, type KubeObject } from "@stateward/core";
 import type { MySQLCluster } from "../api.ts";
 import { commonLabels } from "../resources/names.ts";
 
@@ -70,7 +70,7 @@ export async function backupGate(client: KubeClient, cluster: MySQLCluster, revi
       } as KubeObject);
     } catch (err) {
       if (isNotFound(err)) return { kind: "failed", message: "updateStrategy.backupBeforeUpgrade is set, but the MySQLBackup kind is not installed (run the mysql-backup operator); no pod was restarted" };
-      if (isInvalid(err)) return { kind: "failed", message: `updateStrategy.backupBeforeUpgrade is not a valid MySQLBackup spec: ${err instanceof Error ? err.message : String(err)}; no pod was restarted` };
+      if (isInvalid(err)) return { kind: "failed", message: `updateStrategy.backupBeforeUpgrade is not a valid MySQLBackup spec: ${messageOf(err)}; no pod was restarted` };
       throw err;
     }
     return { kind: "wait", reason: "BackingUp", message: `taking MySQLBackup ${beforeName} before the first pod restarts` };

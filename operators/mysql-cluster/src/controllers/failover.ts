@@ -17,7 +17,7 @@
 //
 // Fencing is by construction: every server starts read-only (my.cnf) and only
 // the member in status.currentPrimary is made writable.
-import { builtin, findCondition, isForbidden, isNotFound, kubeTime, resourceType, type Clock, type ConditionUpdate, type KubeObject, type ReconcileContext } from "@stateward/core";
+import { builtin, findCondition, isForbidden, isNotFound, kubeTime, messageOf, resourceType, type Clock, type ConditionUpdate, type KubeObject, type ReconcileContext } from "@stateward/core";
 import type { Flavor } from "@stateward/mysql";
 import { DEFAULT_ALLOW_DATA_LOSS, DEFAULT_DETECTION_SECONDS, DEFAULT_FAILOVER_POLICY, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 import { chooseCandidate, promotionSafety, receivedOf, type ReplicaProgress } from "../replication/candidate.ts";
@@ -107,7 +107,7 @@ export class FailoverWatch {
       return await f.d.client.get<NodeView & KubeObject>(NODE, undefined, nodeName);
     } catch (err) {
       if (isNotFound(err)) return null;
-      if (!this.nodeReadRefused) f.ctx.log.info("the primary's node cannot be read: its Ready condition is not used as a signal", { node: nodeName, error: err instanceof Error ? err.message : String(err) });
+      if (!this.nodeReadRefused) f.ctx.log.info("the primary's node cannot be read: its Ready condition is not used as a signal", { node: nodeName, error: messageOf(err) });
       if (isForbidden(err)) this.nodeReadRefused = true;
       return undefined;
     }

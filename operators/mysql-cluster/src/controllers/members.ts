@@ -18,6 +18,7 @@ import type { ClusterReconcilerDeps } from "./deps.ts";
 import type { Observed, Pod } from "./pods.ts";
 import { memberError } from "./problems.ts";
 import type { ReplicaSeeding, SeedView } from "./seeding.ts";
+import { messageOf } from "@stateward/core";
 
 type Deps = Pick<ClusterReconcilerDeps, "connector" | "addresses" | "events">;
 
@@ -238,7 +239,7 @@ function startSeed(d: Deps, seeding: ReplicaSeeding, cluster: MySQLCluster, prim
       if (err instanceof SeedError) return { message: err.message, busy: false };
       if (err instanceof MySQLError) return { message: `${err.message} (the copy was removed)`, busy: false };
       if (err instanceof Error && err.name === "AbortError") return { message: "stopped: the manager is shutting down", busy: false };
-      return { message: err instanceof Error ? err.message : String(err), busy: false };
+      return { message: messageOf(err), busy: false };
     },
     {
       succeeded: async (seeded) => {

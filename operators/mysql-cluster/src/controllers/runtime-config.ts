@@ -16,7 +16,7 @@
 // on the ConfigMap too (RUNTIME_SETTINGS) and checked on every reconcile; a
 // server that lost one gets it again. A restart of every pod (the hash moved)
 // clears that list: the my.cnf they start with has everything.
-import { type EventRecorder, type KubeObject, type ReconcileContext } from "@stateward/core";
+import { messageOf, type EventRecorder, type KubeObject, type ReconcileContext } from "@stateward/core";
 import { quoteIdentifier, type Flavor, type InstanceConnection } from "@stateward/mysql";
 import { MY_CNF_KEY } from "../resources/objects.ts";
 import { parseMyCnf, runtimeValue, settingsChange } from "../config/runtime.ts";
@@ -102,7 +102,7 @@ export async function decideConfig(
     }
   } catch (err) {
     // Servers that took some values meanwhile are restarted with the my.cnf anyway.
-    return why(`SET GLOBAL failed: ${err instanceof Error ? err.message : String(err)}`);
+    return why(`SET GLOBAL failed: ${messageOf(err)}`);
   }
   const reported = await reportedValues(primary, names);
   const summary = values.map((v) => `${v.name} = ${v.value}`).join(", ");

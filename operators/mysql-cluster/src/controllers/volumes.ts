@@ -15,7 +15,7 @@
 // is below the size (a driver that expands offline waits for the pod to
 // restart: FileSystemResizePending), True once every claim has it. The
 // condition appears with the first resize; a cluster never resized has none.
-import { builtin, compareQuantity, findCondition, isForbidden, isInvalid, isNotFound, type ConditionUpdate, type EventRecorder, type KubeClient, type KubeObject } from "@stateward/core";
+import { builtin, compareQuantity, findCondition, isForbidden, isInvalid, isNotFound, messageOf, type ConditionUpdate, type EventRecorder, type KubeClient, type KubeObject } from "@stateward/core";
 import type { MySQLCluster } from "../api.ts";
 import { clusterNames, ordinalOf, selectorString } from "../resources/names.ts";
 
@@ -104,6 +104,6 @@ export async function growVolumes(
 
 /** The apiserver's own words, without the request line the client puts first. */
 function apiMessage(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = messageOf(err);
   return message.replace(/^[A-Z]+ \/\S+: /, "");
 }

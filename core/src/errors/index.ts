@@ -1,0 +1,2 @@
+// Turning caught values into messages.
+export { messageOf } from "./message.ts";
