@@ -36,8 +36,6 @@ interface Claim extends KubeObject {
   spec: { volumeName?: string; storageClassName?: string; accessModes?: string[]; resources?: { requests?: { storage?: string } } };
 }
 
-/** What a failure says, for the messages a test shows. */
-
 /** An address nothing listens on (the discard port): connecting is refused at once. */
 const NOTHING_LISTENS: ServerAddress = { host: "127.0.0.1", port: 9 };
 
