@@ -6,7 +6,8 @@
 // adopted and, on delete, dropped. The account it creates is claimed on the
 // object right before CREATE USER, in the request that adds the finalizer (3 API
 // writes per new account): a status write lost after CREATE USER leaves the
-// account its own; a claim copied from another object claims nothing.
+// account its own; a claim copied from another object claims nothing; a CREATE USER the server
+// refuses leaves no claim behind.
 import { builtin, messageOf, resourceType, type KubeObject } from "@stateward/core";
 import { ACCOUNT_CREATED_BY, type DatabaseUser } from "@stateward/operator-database-user";
 import type mysql from "mysql2/promise";
@@ -25,6 +26,7 @@ import {
   instance,
   leftovers,
   q,
+  readyOf,
   secret,
   showGrants,
   startManager,
@@ -79,18 +81,22 @@ describe("database-user: accounts it does not own", () => {
     await cleanUp(client, env.mysql, left);
   });
 
-  // A system account by name: mysql.infoschema, which MariaDB does not have — on a release without
-  // protection the test then only creates and drops it, where root would lose its password and
-  // grants on the shared server.
+  // System accounts by name on hosts where the shared server has none: mysql.infoschema@localhost,
+  // which MariaDB does not have, and mysql@% (MariaDB's `mysql` superuser is mysql@localhost) — on a
+  // release without protection the test then only creates and drops them, where root or mysql@localhost
+  // would lose their password and grants on the shared server.
   it("refuses the instance's admin account and the system accounts: nothing changes, deleting the DatabaseUser drops nothing", async () => {
+    left.accounts.push({ user: "mysql", host: "%" });
     await client.create(builtin.secret, secret(ns, "hijack", { password: "Hijacked-1" }));
     const grantsBefore = await showGrants(admin, adminUser);
     await client.create(DBU, databaseUser(ns, "hijack-admin", { instanceRef: { name: "db" }, user: adminUser, passwordSecretRef: { name: "hijack" }, grants: [] }));
     await client.create(DBU, databaseUser(ns, "hijack-system", { instanceRef: { name: "db" }, user: "mysql.infoschema", host: "localhost", passwordSecretRef: { name: "hijack" }, grants: [] }));
+    await client.create(DBU, databaseUser(ns, "hijack-mariadb", { instanceRef: { name: "db" }, user: "mysql", adoptExisting: true, passwordSecretRef: { name: "hijack" }, grants: [] }));
 
     const refused = await waitNotReady(client, ns, "hijack-admin", "ProtectedAccount");
     expect(refused.status?.conditions?.find((c) => c.type === "Ready")?.message).toMatch(/admin account of the MySQLInstance/);
     await waitNotReady(client, ns, "hijack-system", "ProtectedAccount");
+    expect(readyOf(await waitNotReady(client, ns, "hijack-mariadb", "ProtectedAccount"))?.message).toMatch(/'mysql' is a system account of the server/);
     expect((await eventsFor(client, ns, "hijack-admin")).some((e) => e.reason === "ProtectedAccount" && e.type === "Warning")).toBe(true);
 
     await sleep(3_000); // past a drift check
@@ -98,14 +104,15 @@ describe("database-user: accounts it does not own", () => {
     expect(await tryLogin(env.mysql, adminUser, "Hijacked-1")).toBe("ER_ACCESS_DENIED_ERROR");
     expect(await showGrants(admin, adminUser)).toEqual(grantsBefore);
 
-    // The default deletionPolicy is Delete: still, neither account is dropped.
-    for (const name of ["hijack-admin", "hijack-system"]) {
+    // The default deletionPolicy is Delete: still, no account is dropped.
+    for (const name of ["hijack-admin", "hijack-system", "hijack-mariadb"]) {
       await client.delete(DBU, ns, name);
       await waitGone(client, DBU, ns, name);
     }
     expect(await accountExists(admin, adminUser)).toBe(true);
     expect(await tryLogin(env.mysql, adminUser, adminPassword)).toBe("ok");
     expect(await accountExists(admin, "mysql.infoschema", "localhost")).toBe(false); // never created either
+    expect(await accountExists(admin, "mysql")).toBe(false);
     expect((await client.get(MYI, ns, "db")).metadata.name).toBe("db");
   });
 
@@ -274,5 +281,34 @@ describe("database-user: accounts it does not own", () => {
     expect(await tryLogin(env.mysql, name, "Copied-Old-1")).toBe("ok");
     expect(await deleteUser("copied", name)).toBe("kept");
     expect((await eventsFor(client, ns, "copied")).map((e) => e.reason)).toContain("AccountNotDropped");
+  });
+
+  // A CREATE USER the server refuses, for real: the instance's admin may read the grant tables but not
+  // create accounts. While the DatabaseUser waits, someone creates an account of that name by hand, and
+  // the instance is given an admin that may change it: that account is not the DatabaseUser's to take.
+  it("withdraws its creation claim when the server refuses CREATE USER: an account made by hand meanwhile is not taken over", async () => {
+    const name = `refused_${id}`;
+    const limited = `lim_${id}`;
+    const limitedPassword = `Lim-${suffix()}${suffix()}`;
+    left.accounts.push({ user: name, host: "%" }, { user: limited, host: "%" });
+    await admin.query(`CREATE USER ${q(limited)}@'%' IDENTIFIED BY ?`, [limitedPassword]);
+    await admin.query(`GRANT SELECT ON mysql.* TO ${q(limited)}@'%'`);
+    await client.create(builtin.secret, secret(ns, "limited-admin", { username: limited, password: limitedPassword }));
+    await client.create(MYI, instance(ns, "limited", { host: env.mysql.host, port: env.mysql.port, adminSecret: "limited-admin" }));
+    await client.create(builtin.secret, secret(ns, "refused", { password: "Refused-New-1" }));
+    await client.create(DBU, databaseUser(ns, "refused", { instanceRef: { name: "limited" }, user: name, passwordSecretRef: { name: "refused" }, grants: [] }));
+
+    const failed = await waitNotReady(client, ns, "refused", "InsufficientPrivileges");
+    expect(readyOf(failed)?.message).toMatch(/CREATE USER/);
+    expect(await accountExists(admin, name)).toBe(false);
+
+    await admin.query(`CREATE USER ${q(name)}@'%' IDENTIFIED BY 'Refused-Old-1'`);
+    await client.patch(MYI, ns, "limited", { spec: { adminSecretRef: { name: "db-admin" } } }); // wakes the DatabaseUser
+    const refused = await waitNotReady(client, ns, "refused", "AccountExists");
+    await sleep(3_000); // past a drift check
+    expect(await tryLogin(env.mysql, name, "Refused-Old-1")).toBe("ok");
+    expect(await tryLogin(env.mysql, name, "Refused-New-1")).toBe("ER_ACCESS_DENIED_ERROR");
+    expect(refused.metadata.annotations?.[ACCOUNT_CREATED_BY]).toBeUndefined(); // nothing was created: nothing is claimed
+    expect(await deleteUser("refused", name)).toBe("kept");
   });
 });

@@ -139,7 +139,7 @@ export const DatabaseUserKind = defineKind({
         boolean(
           "Take over the account if it already exists on the server: its password is set from the Secret, grants not listed are revoked, " +
             "and deleting the DatabaseUser drops it (deletionPolicy Delete). Without it an existing account is left untouched (Ready=False, AccountExists). " +
-            "The instance's admin account, the server's system accounts (root, mariadb.sys, mysql.sys, mysql.session, mysql.infoschema) and a MySQLCluster's replication account are never taken over.",
+            "The instance's admin account, the server's system accounts (root, mysql, mariadb.sys, mysql.sys, mysql.session, mysql.infoschema) and a MySQLCluster's replication account are never taken over.",
           { default: false },
         ),
       ),

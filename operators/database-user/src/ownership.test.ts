@@ -8,7 +8,7 @@ describe("protectedAccount", () => {
 
   it("refuses the instance's admin user and the system users, on any host", () => {
     expect(protectedAccount({ user: "dba", host: "10.0.%" }, plain)).toMatch(/admin account of the MySQLInstance/);
-    for (const user of ["root", "mariadb.sys", "mysql.sys", "mysql.session", "mysql.infoschema"]) {
+    for (const user of ["root", "mysql", "mariadb.sys", "mysql.sys", "mysql.session", "mysql.infoschema"]) {
       expect(protectedAccount({ user, host: "localhost" }, plain)).toMatch(/system account/);
     }
   });

@@ -28,6 +28,7 @@ import {
 import {
   Failure,
   MissingSecretError,
+  MySQLError,
   MySQLInstanceKind,
   jitter,
   quoteAccount,
@@ -58,7 +59,10 @@ import { fingerprintMatches, nativePasswordHash, passwordFingerprint } from "./p
 import type { FingerprintKey } from "./fingerprint-key.ts";
 import { readyStatus, writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
-import { adminPrivileges, creationClaim, isClusterInstance, knownOrigin, protectedAccount } from "./ownership.ts";
+import { ACCOUNT_CREATED_BY, adminPrivileges, creationClaim, isClusterInstance, knownOrigin, protectedAccount } from "./ownership.ts";
+
+/** How long a reconcile that found the cache behind the API server waits before it looks again. */
+const CACHE_CATCH_UP_MS = 1_000;
 
 /** On DatabaseUsers whose account is dropped on delete (deletionPolicy: Delete). */
 export const FINALIZER = "stateward.io/drop-account";
@@ -280,18 +284,34 @@ export class DatabaseUserReconciler implements Reconciler {
       //   status.accountOrigin: Created before, nothing wider;
       // - claim written, CREATE USER run, status not: the next reconcile finds the account and the
       //   claim (knownOrigin: Created): it manages it, the status then records Created;
-      // - claim not written (conflict, API down): nothing was created.
-      // (Left open as before: an account of that name created by hand in the milliseconds between the
-      // read above and CREATE USER, which then fails — and the next reconcile takes the account as its own.)
+      // - claim not written (conflict, API down): nothing was created;
+      // - claim written, CREATE USER refused by the server (a missing privilege, a rejected password, an
+      //   account of that name made since the read above): nothing was created, and the claim is withdrawn
+      //   before the failure is reported. Left in place it would make an account someone creates by hand
+      //   while this DatabaseUser keeps failing look like its own: taken over, and dropped on delete.
+      //   A connection lost mid-statement keeps it (CREATE USER may have run: the window above).
       // An object whose origin is already known (the account was dropped by hand) needs no new claim.
-      if (origin === undefined) current.user = await this.claimCreation(current.user);
+      const claiming = origin === undefined;
+      if (claiming) current.user = await this.claimCreation(current.user);
       else current.user = await this.holdFinalizer(current.user);
       origin = "Created";
-      await createAccount(conn, account, password, limits);
+      try {
+        await createAccount(conn, account, password, limits);
+      } catch (err) {
+        if (claiming && err instanceof MySQLError && err.refusedByServer) current.user = await this.withdrawClaim(current.user, ctx);
+        throw err;
+      }
       fingerprint = passwordFingerprint(password, uid, key);
       changed.push("created the account");
       ctx.log.info("account created", { account: describeAccount(account) });
     } else {
+      // The account exists and only the creation claim says it is ours (no status records it): the claim is
+      // confirmed against the API server first. The cached object can be behind this object's last write — a
+      // claim withdrawn after a refused CREATE USER (above) while someone made the account by hand — and
+      // would then have the account taken over. Rare (the crash window above), so the GET costs nothing.
+      if (origin === "Created" && user.status?.accountOrigin === undefined && !(await this.isCurrent(user))) {
+        return { requeueAfter: CACHE_CATCH_UP_MS };
+      }
       if (origin === undefined) {
         // An account this DatabaseUser did not create: taken over only when asked to.
         if (user.spec.adoptExisting !== true) throw await this.accountExists(conn, account, instance);
@@ -388,6 +408,28 @@ export class DatabaseUserReconciler implements Reconciler {
     return this.d.client.patch<DatabaseUser>(DBU, user.metadata.namespace, user.metadata.name ?? "", {
       metadata: { annotations: claim, resourceVersion: user.metadata.resourceVersion },
     });
+  }
+
+  /** Whether the API server still holds `user` as cached (same resourceVersion). */
+  private async isCurrent(user: DatabaseUser): Promise<boolean> {
+    const live = await this.d.client.get<DatabaseUser>(DBU, user.metadata.namespace, user.metadata.name ?? "");
+    return live.metadata.resourceVersion === user.metadata.resourceVersion;
+  }
+
+  /**
+   * Removes the creation claim of a CREATE USER the server refused (see the caller); the object as it now
+   * is. A failed removal is logged and leaves the claim (the next reconcile creates the account or fails
+   * again): the failure reported stays the server's, which says what to fix.
+   */
+  private async withdrawClaim(user: DatabaseUser, ctx: ReconcileContext): Promise<DatabaseUser> {
+    try {
+      return await this.d.client.patch<DatabaseUser>(DBU, user.metadata.namespace, user.metadata.name ?? "", {
+        metadata: { annotations: { [ACCOUNT_CREATED_BY]: null }, resourceVersion: user.metadata.resourceVersion },
+      });
+    } catch (err) {
+      ctx.log.warn("cannot withdraw the creation claim of a refused CREATE USER", { err: messageOf(err) });
+      return user;
+    }
   }
 
   /**

@@ -4,10 +4,12 @@
 // server, replication, or the operator's own access.
 
 /**
- * User names the servers create for themselves (any host): the superuser,
- * MariaDB's definer of the sys views, MySQL's internal accounts.
+ * User names the servers create for themselves (any host): the superuser;
+ * MariaDB's `mysql` (since 10.4 a second superuser, `mysql`@`localhost`, for
+ * the operating system's mysql user, logging in by unix_socket) and its definer
+ * of the sys views; MySQL's internal accounts.
  */
-export const SYSTEM_USERS: readonly string[] = ["root", "mariadb.sys", "mysql.sys", "mysql.session", "mysql.infoschema"];
+export const SYSTEM_USERS: readonly string[] = ["root", "mysql", "mariadb.sys", "mysql.sys", "mysql.session", "mysql.infoschema"];
 
 /** The account a MySQLCluster's replicas log in to its primary with (`'replication'@'%'`). */
 export const CLUSTER_REPLICATION_USER = "replication";

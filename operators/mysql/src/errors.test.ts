@@ -30,6 +30,16 @@ describe("toMySQLError", () => {
     expect(toMySQLError(driverError("ER_NO_SUCH_TABLE", "Table 'a.b' doesn't exist")).terminal).toBe(false);
   });
 
+  it("tells a statement the server refused (it did not run) from one whose outcome is unknown", () => {
+    for (const code of ["ER_SPECIFIC_ACCESS_DENIED_ERROR", "ER_NOT_VALID_PASSWORD", "ER_CANNOT_USER", "ER_WRONG_DB_NAME"]) {
+      expect(toMySQLError(driverError(code, "refused")).refusedByServer).toBe(true);
+    }
+    for (const code of ["ECONNRESET", "PROTOCOL_CONNECTION_LOST", "PROTOCOL_SEQUENCE_TIMEOUT", "ETIMEDOUT", "ECONNREFUSED", "ER_CONNECTION_KILLED", "ER_SERVER_SHUTDOWN"]) {
+      expect(toMySQLError(driverError(code, "lost")).refusedByServer).toBe(false);
+    }
+    expect(toMySQLError(new Error("no code")).refusedByServer).toBe(false);
+  });
+
   it("removes secrets the server might echo", () => {
     const e = toMySQLError(driverError("ER_NOT_VALID_PASSWORD", "Your password 'hunter2' does not satisfy the policy"), { secrets: ["hunter2"] });
     expect(e.message).toBe("Your password '[REDACTED]' does not satisfy the policy");

@@ -54,6 +54,16 @@ export class MySQLError extends Error {
   get terminal(): boolean {
     return this.failure === "InvalidStatement";
   }
+
+  /**
+   * The server itself answered with an error (a code of its own, ER_…): a
+   * single statement it refused did not run. False when the connection could
+   * not be made, failed or broke (also the server's own ER_CONNECTION_KILLED,
+   * ER_SERVER_SHUTDOWN): after that a statement sent may or may not have run.
+   */
+  get refusedByServer(): boolean {
+    return this.failure !== "ConnectionLost" && this.code?.startsWith("ER_") === true;
+  }
 }
 
 /** No connection could be made (ETIMEDOUT: see classifyMySQLError). */
