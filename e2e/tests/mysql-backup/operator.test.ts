@@ -1,10 +1,10 @@
 // The mysql-backup operator through Kubernetes: a MySQLBackup becomes a
 // Completed backup in the bucket, a MySQLRestore (from the backup or from a
 // raw S3 path) brings the data back identical, failures end Failed with a
-// reason a user can act on, an interrupted backup is marked so, and
-// deletionPolicy Delete removes the stored objects. No credential appears in
-// logs, events or status.
-import { ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+// reason a user can act on, an interrupted backup is marked so and its partial
+// upload (only its own) removed, and deletionPolicy Delete removes the stored
+// objects. No credential appears in logs, events or status.
+import { AbortMultipartUploadCommand, CreateMultipartUploadCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeObject } from "@stateward/core";
@@ -163,18 +163,56 @@ describe("MySQLBackup and MySQLRestore", () => {
     expect((await finished<MySQLBackup>(BK, "late-secret", 120_000)).status?.phase).toBe("Completed");
   });
 
-  it("marks a backup left Running by a manager that died as Failed (Interrupted), never Running forever", async () => {
-    // The state a SIGKILLed manager leaves: phase Running, started by a process that is gone. (The
-    // backup points at a missing instance so that this manager does not start it first.)
-    await client.create(BK, backup("killed", { instanceRef: { name: "not-yet" } }));
-    await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, "killed")).status?.phase === "Pending" ? true : undefined));
-    await client.patch(BK, ns, "killed", { status: { phase: "Running", startedBy: "manager-that-died_0000", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
-    const failed = await waitFor("Interrupted", async () => {
-      const b = await client.get<MySQLBackup>(BK, ns, "killed");
+  /**
+   * The state a SIGKILLed manager leaves: phase Running, started by a process that is gone. (The backup
+   * points at a missing instance so that this manager does not start it first.) Resolves to the
+   * MySQLBackup once the manager marked it Interrupted.
+   */
+  async function leftRunning(name: string): Promise<MySQLBackup> {
+    await client.create(BK, backup(name, { instanceRef: { name: "not-yet" } }));
+    await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, name)).status?.phase === "Pending" ? true : undefined));
+    await client.patch(BK, ns, name, { status: { phase: "Running", startedBy: "manager-that-died_0000", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
+    return waitFor("Interrupted", async () => {
+      const b = await client.get<MySQLBackup>(BK, ns, name);
       return findCondition(b.status?.conditions, "Ready")?.reason === "Interrupted" ? b : undefined;
     });
-    expect(failed.status?.phase).toBe("Failed");
-    expect(findCondition(failed.status?.conditions, "Ready")?.message).toMatch(/manager-that-died_0000.*stopped before it finished/);
+  }
+
+  const startUpload = async (key: string) => (await s3.send(new CreateMultipartUploadCommand({ Bucket: env.s3.bucket, Key: key }))).UploadId ?? "";
+  const uploadsUnder = async (prefix: string) => ((await s3.send(new ListMultipartUploadsCommand({ Bucket: env.s3.bucket, Prefix: prefix }))).Uploads ?? []).map((u) => u.Key);
+
+  it("marks a backup left Running by a manager that died as Failed (Interrupted), never Running forever, and removes only its own partial upload", async () => {
+    // What the killed run left in its folder, and the upload of another backup running now, whose name begins with this one's.
+    const own = `operator-${suffix}/${ns}/killed/`;
+    const other = `operator-${suffix}/${ns}/killed-hourly/`;
+    await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${own}0001-${db}/schema.sql.gz`, Body: "partial" }));
+    await startUpload(`${own}0001-${db}/data/0001-t.0001.sql.gz`);
+    const running = await startUpload(`${other}0001-${db}/data/0001-t.0001.sql.gz`);
+    try {
+      const failed = await leftRunning("killed");
+      expect(await uploadsUnder(other)).toEqual([`${other}0001-${db}/data/0001-t.0001.sql.gz`]);
+      expect(await keysUnder(own)).toEqual([]);
+      expect(await uploadsUnder(own)).toEqual([]);
+      expect(failed.status?.phase).toBe("Failed");
+      expect(findCondition(failed.status?.conditions, "Ready")?.message).toMatch(/manager-that-died_0000.*stopped before it finished\. Its partial upload was removed \(1 objects deleted, 1 incomplete/);
+    } finally {
+      await s3.send(new AbortMultipartUploadCommand({ Bucket: env.s3.bucket, Key: `${other}0001-${db}/data/0001-t.0001.sql.gz`, UploadId: running })).catch(() => undefined);
+    }
+  });
+
+  it("leaves a complete backup whole when a run of the same name is interrupted", async () => {
+    // A retained backup; its MySQLBackup deleted, then created again (it would fail with BackupExists) and left Running.
+    await client.create(BK, backup("whole"));
+    expect((await finished<MySQLBackup>(BK, "whole")).status?.phase).toBe("Completed");
+    const folder = `operator-${suffix}/${ns}/whole/`;
+    const stored = await keysUnder(folder);
+    expect(stored).toContain(`${folder}manifest.json`);
+    await client.delete(BK, ns, "whole");
+    await waitGone(client, BK, ns, "whole");
+
+    const failed = await leftRunning("whole");
+    expect(await keysUnder(folder)).toEqual(stored);
+    expect(findCondition(failed.status?.conditions, "Ready")?.message).toMatch(/holds a complete backup .*nothing in it was deleted/);
   });
 
   it("with deletionPolicy Delete removes the stored objects when the MySQLBackup is deleted", async () => {

@@ -7,7 +7,7 @@ import type { ReconcileContext } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, type MySQLBackup } from "../api.ts";
 import { runBackup } from "../engine/index.ts";
-import { BucketClient, deleteBackup } from "../storage/index.ts";
+import { deleteBackup, removePartialBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, stopReason } from "./failures.ts";
 import { RunMetrics } from "./metrics.ts";
@@ -137,17 +137,22 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
     }
   }
 
-  /** An interrupted run's partial upload is removed: it has no manifest, but it takes space. */
+  /**
+   * An interrupted run's partial upload is removed: it has no manifest, but it takes space. Only its own
+   * folder's objects and uploads (removePartialBackup): not those of a backup whose name begins with this
+   * one's, and not a complete backup the folder holds.
+   */
   protected async cleanUpInterrupted(backup: MySQLBackup, ctx: ReconcileContext): Promise<string> {
     const ns = backup.metadata.namespace ?? "";
     const name = backup.metadata.name ?? "";
     ctx.log.info("removing the partial upload of an interrupted backup", { startedBy: backup.status?.startedBy });
     try {
       const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
-      const prefix = backupFolder(backup.spec.storage.s3.prefix, ns, name);
-      const aborted = await new BucketClient(s3).abortIncompleteUploads(prefix);
-      const deleted = await deleteBackup({ ...s3, prefix }).catch(() => undefined);
-      return `Its partial upload was removed (${deleted?.deletedObjects ?? 0} objects deleted, ${aborted + (deleted?.abortedUploads ?? 0)} incomplete multipart uploads aborted).`;
+      const removed = await removePartialBackup({ ...s3, prefix: backupFolder(backup.spec.storage.s3.prefix, ns, name) });
+      if (removed === undefined) {
+        return "Its folder holds a complete backup (a manifest.json: an earlier backup of this name, or this one's, written just before its manager stopped); nothing in it was deleted.";
+      }
+      return `Its partial upload was removed (${removed.deletedObjects} objects deleted, ${removed.abortedUploads} incomplete multipart uploads aborted).`;
     } catch (err) {
       ctx.log.warn("could not clean up an interrupted backup", { err: describeFailure(err).message });
       return "Its partial upload could not be removed; it has no manifest, so it can never be restored by mistake.";

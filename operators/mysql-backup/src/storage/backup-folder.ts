@@ -75,13 +75,32 @@ export async function clearBackupFolder(store: BackupStore, signal?: AbortSignal
  * that is already gone succeeds, so it can be retried.
  */
 export async function deleteBackup(location: S3Location, signal?: AbortSignal): Promise<DeleteBackupResult> {
+  return inBackupFolder(location, signal, (store) => clearBackupFolder(store, signal));
+}
+
+/**
+ * Removes what an interrupted backup left at `location` (see clearBackupFolder)
+ * — unless the folder holds a manifest: undefined then, and nothing deleted.
+ * A backup writes its manifest last and a deletion removes it first, so a folder
+ * with one holds a whole backup: an earlier one of this name that the run had
+ * not begun to replace (it would have failed with BackupExists), or the run's
+ * own, finished just before its manager stopped. Neither is a leftover.
+ */
+export async function removePartialBackup(location: S3Location, signal?: AbortSignal): Promise<DeleteBackupResult | undefined> {
+  return inBackupFolder(location, signal, async (store) =>
+    (await store.bucket.exists(store.key(manifestFileName), signal)) ? undefined : clearBackupFolder(store, signal),
+  );
+}
+
+/** `work` on the backup folder at `location`, once the bucket answers; never on the bucket's root. */
+async function inBackupFolder<T>(location: S3Location, signal: AbortSignal | undefined, work: (store: BackupStore) => Promise<T>): Promise<T> {
   const store = new BackupStore(location);
   try {
     if (store.prefix === "") {
       throw new BackupError("InvalidOptions", "refusing to delete a backup whose S3 prefix is empty: that would be the bucket's root");
     }
     await store.bucket.checkBucket(signal);
-    return await clearBackupFolder(store, signal);
+    return await work(store);
   } finally {
     store.destroy();
   }

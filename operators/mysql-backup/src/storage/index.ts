@@ -1,5 +1,5 @@
 // S3 storage of backups: client options, object uploads, the manifest.
-export { deleteBackup, readBackupManifest, type DeleteBackupResult } from "./backup-folder.ts";
+export { deleteBackup, readBackupManifest, removePartialBackup, type DeleteBackupResult } from "./backup-folder.ts";
 export { compressionExtension, compressions, defaultCompressionLevel, detectCompression, type Compression } from "./compression.ts";
 export {
   manifestFileName,
