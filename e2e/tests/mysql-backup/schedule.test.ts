@@ -1,24 +1,36 @@
 // MySQLBackupSchedule through Kubernetes: an every-few-seconds schedule
 // produces one backup per due time, retention keeps exactly the expected
-// set in the API server and the bucket, suspend stops it, and resuming does
-// not create a burst for the suspended period.
+// set in the API server and the bucket — never a backup a restore has yet to
+// finish with — suspend stops it, and resuming does not create a burst for the
+// suspended period.
 import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import { Manager, builtin, captureLogs, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
 import { databaseUserOperator } from "@stateward/operator-database-user";
-import { MySQLBackupKind, MySQLBackupScheduleKind, SCHEDULE_LABEL, backupNameFor, createMySQLBackupOperator, type MySQLBackup, type MySQLBackupSchedule } from "@stateward/operator-mysql-backup";
+import {
+  MySQLBackupKind,
+  MySQLBackupScheduleKind,
+  MySQLRestoreKind,
+  SCHEDULE_LABEL,
+  backupNameFor,
+  createMySQLBackupOperator,
+  type MySQLBackup,
+  type MySQLBackupSchedule,
+  type MySQLRestore,
+} from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { KubeConfig } from "@kubernetes/client-node";
 import { TcpProxy, s3Client } from "../../harness/index.ts";
-import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
+import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const BK = MySQLBackupKind.resource;
 const SC = MySQLBackupScheduleKind.resource;
+const RS = MySQLRestoreKind.resource;
 const suffix = randomBytes(3).toString("hex");
 const db = `bksched_${suffix}`;
 const root = { host: env.mysql.host, port: env.mysql.port, user: env.mysql.user, password: env.mysql.password };
@@ -123,6 +135,38 @@ describe("MySQLBackupSchedule", () => {
       .filter((name) => !before.has(name))
       .filter((name) => dueTime(name) < Math.floor(resumedAt / 1000) * 1000);
     expect(burst.length, `backups for due times in the suspended period: ${burst.join(", ")}`).toBeLessThanOrEqual(1);
+  });
+
+  it("keeps a backup a restore has yet to finish with past its retention, and prunes it once the restore is done", async () => {
+    const storage = { s3: { bucket: env.s3.bucket, prefix: `sched-${suffix}`, endpoint: env.s3.endpoint, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } };
+    const template = { instanceRef: { name: "db" }, databases: [db], deletionPolicy: "Delete" as const, storage };
+    // The oldest backup of the schedule (made by hand, labelled as its own), and a restore of it that has not
+    // finished: it waits for an instance that does not exist yet.
+    await client.create(BK, { apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "oldest", namespace: ns, labels: { [SCHEDULE_LABEL]: "keep1" } }, spec: template });
+    await waitFor("oldest Completed", async () => ((await client.get<MySQLBackup>(BK, ns, "oldest")).status?.phase === "Completed" ? true : undefined), 30_000, 200);
+    expect(await folders()).toContain("oldest");
+    await client.create(RS, { apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name: "needs-oldest", namespace: ns }, spec: { instanceRef: { name: "not-yet" }, source: { backupRef: { name: "oldest" } } } });
+    await waitFor("the restore pending", async () => ((await client.get<MySQLRestore>(RS, ns, "needs-oldest")).status?.phase === "Pending" ? true : undefined));
+
+    await client.create(SC, {
+      apiVersion: MySQLBackupScheduleKind.apiVersion, kind: MySQLBackupScheduleKind.kind, metadata: { name: "keep1", namespace: ns },
+      spec: { schedule: "*/3 * * * * *", retention: { keepLast: 1 }, backupTemplate: template },
+    });
+    try {
+      // Retention runs (a scheduled backup is pruned too) while the restore's backup stays, in the API and the bucket.
+      const events = async () => (await client.list<KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns })).items.filter((e) => e.regarding?.name === "keep1");
+      await waitFor("a scheduled backup pruned", async () => ((await events()).some((e) => e.reason === "Pruned" && !e.note?.includes("oldest")) ? true : undefined), 40_000, 250);
+      expect((await client.get<MySQLBackup>(BK, ns, "oldest")).status?.phase).toBe("Completed");
+      expect(await folders()).toContain("oldest");
+      expect((await events()).find((e) => e.reason === "PruneDeferred")?.note).toBe("Kept MySQLBackup oldest past its retention for now: MySQLRestore needs-oldest has not finished with it");
+
+      // The restore gone, the backup goes at the next pass, with its stored objects.
+      await client.delete(RS, ns, "needs-oldest");
+      await waitGone(client, BK, ns, "oldest", 30_000);
+      await waitFor("oldest's folder deleted", async () => (!(await folders()).has("oldest") ? true : undefined), 30_000, 250);
+    } finally {
+      await client.delete(SC, ns, "keep1");
+    }
   });
 });
 

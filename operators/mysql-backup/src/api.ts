@@ -305,7 +305,7 @@ export const MySQLBackupScheduleKind = defineKind({
             keepLast: optional(integer("Keep at most this many Completed backups; older ones are deleted (with their stored objects when their deletionPolicy is Delete). Failed backups never count.", { minimum: 1, maximum: 1000 })),
             maxAge: optional(string("Delete Completed backups older than this, e.g. 720h or 30d (the newest Completed backup is always kept).", { pattern: "^[0-9]+(s|m|h|d)$", maxLength: 16 })),
           },
-          "Which completed backups to keep.",
+          "Which completed backups to keep. A backup a MySQLRestore has yet to finish with is kept until it has (Event PruneDeferred).",
         ),
       ),
       concurrencyPolicy: optional(

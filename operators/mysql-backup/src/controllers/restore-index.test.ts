@@ -10,6 +10,13 @@ describe("restoreBackupRef", () => {
     expect(restoreBackupRef(restore({ backupRef: { name: "nightly" } }))).toEqual(["shop/nightly"]);
   });
 
+  it("indexes a point-in-time restore by the backup it chose, once, also when it names it", () => {
+    const chosen = { ...restore(undefined, "Running"), status: { phase: "Running", pointInTime: { backup: "hourly-1" } } } as unknown as MySQLRestore;
+    expect(restoreBackupRef(chosen)).toEqual(["shop/hourly-1"]);
+    const named = { ...restore({ backupRef: { name: "hourly-1" } }), status: { pointInTime: { backup: "hourly-1" } } } as unknown as MySQLRestore;
+    expect(restoreBackupRef(named)).toEqual(["shop/hourly-1"]);
+  });
+
   it("leaves out a restore from an S3 path", () => {
     expect(restoreBackupRef(restore({ s3: { bucket: "b", path: "p", credentialsSecretRef: { name: "s" } } }))).toEqual([]);
   });

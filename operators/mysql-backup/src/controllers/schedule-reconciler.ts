@@ -27,6 +27,7 @@ import {
 } from "@stateward/core";
 import { MySQLBackupKind, MySQLBackupScheduleKind, type MySQLBackup, type MySQLBackupSchedule } from "../api.ts";
 import type { ScheduleMetrics } from "./metrics.ts";
+import { restoresReading } from "./restore-index.ts";
 import { ScheduleError, dueTimesBetween, nextDueTime, validateSchedule } from "../schedule/due-times.ts";
 
 /** Every backup a schedule creates carries this label with the schedule's name. */
@@ -142,6 +143,14 @@ export class ScheduleReconciler implements Reconciler {
     }
 
     for (const b of backupsToPrune(owned, spec.retention, now)) {
+      // A backup a restore still needs stays until the restore is done: pruned at a later pass (the next due
+      // time, or the next change of a backup of this schedule), never from under the restore reading it.
+      const readers = restoresReading(this.d.cache, ns, b.metadata.name ?? "");
+      if (readers.length > 0) {
+        const names = readers.map((r) => r.metadata.name ?? "").join(", ");
+        await this.d.events.record(sched, "Normal", "PruneDeferred", `Kept MySQLBackup ${b.metadata.name ?? ""} past its retention for now: MySQLRestore ${names} has not finished with it`);
+        continue;
+      }
       await this.d.client.delete(BK, ns, b.metadata.name ?? "").catch((err: unknown) => {
         if (!isNotFound(err)) throw err;
       });
