@@ -1,6 +1,7 @@
 // The target label: two managers, `target: "db1"` and `target: "db2"`, share
 // a namespace; each manages only the DatabaseUsers (and MySQLInstances)
-// labelled for it, and never even sees the others.
+// labelled for it, and never even sees the others; an older DatabaseUser that
+// comes into view later does not take an account the manager created.
 import { builtin } from "@stateward/core";
 import type { DatabaseUser } from "@stateward/operator-database-user";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -13,9 +14,12 @@ import {
   createInstance,
   databaseUser,
   leftovers,
+  readyOf,
   secret,
   startManager,
   suffix,
+  tryLogin,
+  waitNotReady,
   waitReady,
   type RunningManager,
 } from "./support.ts";
@@ -94,5 +98,27 @@ describe("two managers with different targets", () => {
     } finally {
       await admin2.end();
     }
+  });
+
+  // Two DatabaseUsers for one account, the older one out of the manager's view (no target label) until
+  // after the younger created the account: age alone would make the older the owner.
+  it("an older DatabaseUser that comes into view later does not take the account the younger created", async () => {
+    const user = `late_${id}`;
+    left.accounts.push({ user, host: "%" });
+    const spec: DatabaseUser["spec"] = { instanceRef: { name: "inst1" }, user, passwordSecretRef: { name: "pw" } };
+    await client.create(DBU, databaseUser(ns, "late-older", spec));
+    await new Promise((r) => setTimeout(r, 1_100)); // a later creationTimestamp (whole seconds)
+    await client.create(DBU, databaseUser(ns, "late-newer", spec, { [TARGET]: "db1" }));
+    expect((await waitReady(client, ns, "late-newer", 1)).status?.accountOrigin).toBe("Created");
+
+    await client.patch(DBU, ns, "late-older", { metadata: { labels: { [TARGET]: "db1" } } });
+    const refused = await waitNotReady(client, ns, "late-older", "AccountConflict");
+    expect(readyOf(refused)?.message).toBe(`account '${user}'@'%' on MySQLInstance inst1 is already managed by DatabaseUser late-newer`);
+    // The younger, looking again (a label change wakes it), still manages its account.
+    await client.patch(DBU, ns, "late-newer", { metadata: { labels: { looked: "again" } } });
+    await new Promise((r) => setTimeout(r, 1_500));
+    const newer = await client.get<DatabaseUser>(DBU, ns, "late-newer");
+    expect(readyOf(newer)).toMatchObject({ status: "True", reason: "AccountReady" });
+    expect(await tryLogin(env.mysql, user, "target-pw")).toBe("ok");
   });
 });

@@ -203,13 +203,18 @@ export class DatabaseUserReconciler implements Reconciler {
     return Math.max(0, last + this.driftCheckIntervalMs - now);
   }
 
-  /** The DatabaseUser that owns the account when several name it: the oldest. */
+  /**
+   * The DatabaseUser that owns the account when several name it: the one managing it (its origin known: it
+   * created or adopted the account), else the oldest. By age alone, an older object that comes into view
+   * later — a target label added, one created in the same second but seen second — would take the account
+   * from the one that created it, and leave it managed by neither.
+   */
   private owner(user: DatabaseUser): DatabaseUser {
     const claims = this.d.cache
       .byIndex<DatabaseUser>(DBU, USER_BY_ACCOUNT, userAccount(user)[0] ?? "")
       .filter((u) => !isBeingDeleted(u) || u.metadata.uid === user.metadata.uid);
     const all = claims.some((u) => u.metadata.uid === user.metadata.uid) ? claims : [...claims, user];
-    const order = (u: DatabaseUser) => `${u.metadata.creationTimestamp ?? ""}\u0000${u.metadata.name ?? ""}`;
+    const order = (u: DatabaseUser) => `${knownOrigin(u) === undefined ? 1 : 0}\u0000${u.metadata.creationTimestamp ?? ""}\u0000${u.metadata.name ?? ""}`;
     return all.reduce((a, b) => (order(b) < order(a) ? b : a));
   }
 
