@@ -215,6 +215,25 @@ describe("MySQLBackup and MySQLRestore", () => {
     expect(findCondition(failed.status?.conditions, "Ready")?.message).toMatch(/holds a complete backup .*nothing in it was deleted/);
   });
 
+  it("removes what a backup left Running by a manager that died had stored, when it is deleted before any manager marked it Interrupted", async () => {
+    await client.create(BK, backup("gone-running", { instanceRef: { name: "not-yet" }, deletionPolicy: "Delete" }));
+    await waitFor("Pending, with the finalizer", async () => {
+      const b = await client.get<MySQLBackup>(BK, ns, "gone-running");
+      return b.status?.phase === "Pending" && (b.metadata.finalizers ?? []).length > 0 ? true : undefined;
+    });
+    // No manager runs while the run that died is found Running and the MySQLBackup deleted.
+    await manager.stop();
+    const folder = `operator-${suffix}/${ns}/gone-running/`;
+    await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/schema.sql.gz`, Body: "partial" }));
+    await client.patch(BK, ns, "gone-running", { status: { phase: "Running", startedBy: "manager-that-died_0001", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
+    await client.delete(BK, ns, "gone-running");
+    manager = await startManager();
+    await waitGone(client, BK, ns, "gone-running");
+    expect(await keysUnder(folder)).toEqual([]);
+    const events = await client.list<KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns });
+    expect(events.items.find((e) => e.regarding?.name === "gone-running" && e.reason === "Deleted")?.note).toMatch(/manager that is gone was running it\. Its partial upload was removed \(1 objects deleted/);
+  });
+
   it("with deletionPolicy Delete removes the stored objects when the MySQLBackup is deleted", async () => {
     await client.create(BK, backup("to-delete", { deletionPolicy: "Delete" }));
     expect((await finished<MySQLBackup>(BK, "to-delete")).status?.phase).toBe("Completed");

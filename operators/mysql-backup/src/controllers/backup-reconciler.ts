@@ -85,7 +85,14 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
     };
   }
 
-  protected async finalize(backup: MySQLBackup, _wasRunning: boolean, ctx: ReconcileContext): Promise<void> {
+  protected async finalize(backup: MySQLBackup, wasRunning: boolean, ctx: ReconcileContext): Promise<void> {
+    if (!wasRunning && backup.status?.phase === "Running") {
+      // Left Running by a manager that is gone, and deleted before this one marked it Interrupted: what that
+      // run stored goes, as for a backup deleted while it runs here (an unfinished backup is not one to keep).
+      const cleaned = await this.cleanUpInterrupted(backup, ctx);
+      await this.d.events.record(backup, "Warning", "Deleted", `The MySQLBackup was deleted while a manager that is gone was running it. ${cleaned}`);
+      return;
+    }
     if ((backup.spec.deletionPolicy ?? "Retain") === "Delete") await this.deleteStored(backup, ctx);
   }
 
