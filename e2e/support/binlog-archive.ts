@@ -5,6 +5,7 @@
 // GTID appears exactly once, one by one in each domain.
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
+import { messageOf } from "@stateward/core";
 import mysql from "mysql2/promise";
 import {
   BackupStore,
@@ -95,9 +96,26 @@ export async function getObject(s3: S3Client, bucket: string, key: string): Prom
   return Buffer.from(await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
 }
 
+/**
+ * The archive's index.json, which a running archive rewrites as it goes. A read racing a rewrite once
+ * got, from the test S3 server, a body and a checksum header of different versions ("Checksum mismatch
+ * … x-amz-checksum-crc32", refused by the SDK): such a read is made again, a few times. (S3 itself
+ * replaces an object atomically.)
+ */
+async function getIndex(s3: S3Client, bucket: string, folder: string): Promise<Buffer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await getObject(s3, bucket, `${folder}/index.json`);
+    } catch (err) {
+      if (attempt >= 5 || !messageOf(err).includes("Checksum mismatch")) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 /** The archive in `folder` (no trailing slash); throws when a file does not match what the index says of it. */
 export async function readArchive(s3: S3Client, bucket: string, folder: string): Promise<ArchiveContents> {
-  const index = parseArchiveIndex(await getObject(s3, bucket, `${folder}/index.json`));
+  const index = parseArchiveIndex(await getIndex(s3, bucket, folder));
   const gtids: string[] = [];
   const files: Buffer[] = [];
   for (const f of index.files) {
