@@ -19,6 +19,7 @@ import { BackupError, MySQLBackupKind, MySQLRestoreKind, runRestore, type MySQLB
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startManagerProcess, type ManagerHandle } from "../../bench/manager-handle.ts";
 import { s3Client } from "../../harness/index.ts";
+import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 import { fingerprint, id, type DatabaseFingerprint } from "./torture.ts";
@@ -304,4 +305,63 @@ describe("restore safety", () => {
     await client.delete(RS, ns, "good");
     await waitGone(client, RS, ns, "good", 10_000);
   }, 180_000);
+
+  it("a view the target cannot create fails the restore after the swap: the tables it replaced are kept, and the message says where", async () => {
+    // A view of a table in another database, gone by the time of the restore: its CREATE VIEW,
+    // after the swap, fails. The target's tables from before the restore are then the only copy
+    // of the data written since the backup.
+    const viewDb = `rsafe_v_${suffix}`;
+    const other = `rsafe_x_${suffix}`;
+    const q = (sql: string) => admin.query(sql);
+    let holding: string | undefined;
+    try {
+      await q(`CREATE DATABASE ${id(other)}`);
+      await q(`CREATE TABLE ${id(other)}.rates (id INT PRIMARY KEY, rate INT)`);
+      await q(`CREATE DATABASE ${id(viewDb)}`);
+      await q(`CREATE TABLE ${id(viewDb)}.items (id INT PRIMARY KEY, v VARCHAR(50))`);
+      await q(`INSERT INTO ${id(viewDb)}.items SELECT seq, CONCAT('i-', seq) FROM seq_1_to_500`);
+      // A table with a trigger is moved aside in its own database, not to the holding one.
+      await q(`CREATE TABLE ${id(viewDb)}.audited (id INT PRIMARY KEY, v VARCHAR(50))`);
+      await q(`INSERT INTO ${id(viewDb)}.audited SELECT seq, CONCAT('a-', seq) FROM seq_1_to_100`);
+      await q(`CREATE TRIGGER ${id(viewDb)}.audited_bi BEFORE INSERT ON ${id(viewDb)}.audited FOR EACH ROW SET NEW.v = UPPER(NEW.v)`);
+      await q(`CREATE VIEW ${id(viewDb)}.priced AS SELECT i.id, r.rate FROM ${id(viewDb)}.items i JOIN ${id(other)}.rates r ON r.id = i.id`);
+      await client.create(BK, {
+        apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "with-view", namespace: ns },
+        spec: { instanceRef: { name: "db" }, storage: storage(), databases: [viewDb] },
+      });
+      expect((await finished<MySQLBackup>(BK, "with-view")).status?.phase).toBe("Completed");
+      await q(`UPDATE ${id(viewDb)}.items SET v = 'written since' WHERE id <= 3`);
+      await q(`UPDATE ${id(viewDb)}.audited SET v = 'written since' WHERE id = 1`);
+      await q(`DROP DATABASE ${id(other)}`);
+
+      const r = restore("view-fails");
+      r.spec.source = { backupRef: { name: "with-view" } };
+      await client.create(RS, r);
+      const failed = await finished<MySQLRestore>(RS, "view-fails");
+      expect(failed.status?.phase).toBe("Failed");
+      const token = createHash("sha256").update(failed.metadata.uid!).digest("hex").slice(0, 12);
+      holding = `stw_replaced_${token}`;
+      const ready = findCondition(failed.status?.conditions, "Ready");
+      expect(ready?.status).toBe("False");
+      expect(ready?.message).toContain(`Table '${other}.rates' doesn't exist`);
+      expect(ready?.message).toMatch(/swapped in; views, routines, triggers or events of the backup may be missing/);
+      expect(ready?.message).toContain(`2 tables as they were before the restore were kept: 1 in database \`${holding}\``);
+      expect(ready?.message).toContain(`\`${viewDb}\`.\`stw_replaced_${token}_1_audited\``);
+      const event = await waitFor("the Warning Event", async () => (await eventsAbout(client, ns, { name: "view-fails", kind: MySQLRestoreKind.kind })).find((e) => e.type === "Warning"));
+      expect(event.note).toContain(holding);
+
+      // The restored tables are in place; the ones they replaced hold what was written since the backup.
+      const [restored] = await admin.query(`SELECT v FROM ${id(viewDb)}.items WHERE id = 1 UNION ALL SELECT v FROM ${id(viewDb)}.audited WHERE id = 1`);
+      expect((restored as { v: string }[]).map((x) => x.v)).toEqual(["i-1", "a-1"]);
+      const [keptItems] = await admin.query(`SELECT COUNT(*) AS n, SUM(v = 'written since') AS since FROM ${id(holding)}.\`2_items\``);
+      expect(keptItems).toEqual([{ n: 500, since: "3" }]);
+      const [keptAudited] = await admin.query(`SELECT v FROM ${id(viewDb)}.${id(`stw_replaced_${token}_1_audited`)} WHERE id = 1`);
+      expect(keptAudited).toEqual([{ v: "written since" }]);
+      expect(await stagingDatabasesOf(failed.metadata.uid!)).toEqual([]);
+    } finally {
+      if (holding) await q(`DROP DATABASE IF EXISTS ${id(holding)}`);
+      await q(`DROP DATABASE IF EXISTS ${id(viewDb)}`);
+      await q(`DROP DATABASE IF EXISTS ${id(other)}`);
+    }
+  }, 240_000);
 });

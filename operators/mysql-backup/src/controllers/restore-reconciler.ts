@@ -15,7 +15,7 @@ import { rm } from "node:fs/promises";
 import type { ReconcileContext } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLRestoreKind, type MySQLRestore } from "../api.ts";
-import { cleanUpRestore, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
+import { cleanUpRestore, keptReplaced, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
 import { downloadDirectory } from "../restore/point-in-time.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, restoreFailed } from "./failures.ts";
@@ -105,7 +105,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
     }
     if (restore.status?.mode === "InPlace") return "It was applying to the target in place, so the target may hold part of the data.";
     if (found.replacedTables.length > 0) {
-      return `It was stopped after swapping the restored tables in: the tables are restored, but views, routines, triggers or events of the backup may be missing; ${found.replacedTables.length} replaced tables and ${found.stagingDatabases.length} staging databases were dropped.`;
+      return `It was stopped after swapping the restored tables in: the tables are restored, but views, routines, triggers or events of the backup may be missing. ${keptReplaced(found, runId)}.`;
     }
     const dropped = found.stagingDatabases.length > 0 ? `its staging databases (${found.stagingDatabases.join(", ")}) were dropped` : "it had left no staging database";
     if (restore.spec.pointInTime) {

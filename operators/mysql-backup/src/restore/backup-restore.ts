@@ -9,8 +9,8 @@
 //      dropStaging (staged-restore.ts)
 //   4. finish: the result
 // On any failure or abort: every connection is dropped, the staging
-// databases are dropped by a fresh one, and the error says what became of
-// the target (failed, below).
+// databases are dropped by a fresh one (the tables a swap replaced are kept),
+// and the error says what became of the target (failed, below).
 import { MySQLSession } from "../engine/connection.ts";
 import { abortedError, throwIfAborted } from "../engine/errors.ts";
 import { messageOf } from "@stateward/core";
@@ -21,7 +21,7 @@ import type { S3Location } from "../storage/s3.ts";
 import type { RestoreMode, RestoreOptions, RestoreResult } from "./restore.ts";
 import { applyData, applyObject, forEachBounded, RestoreRun, type RestorePlan } from "./restore-run.ts";
 import { applyPostData, dropStaging, readPostData, stage, swapIntoTarget } from "./staged-restore.ts";
-import { cleanUpRestore, SwapUndoFailed } from "./staging.ts";
+import { cleanUpRestore, keptReplaced, SwapUndoFailed } from "./staging.ts";
 import { verifyObject } from "./verified-object.ts";
 
 /** Errors of restores that failed before anything of the target changed (and dropped what they had staged). */
@@ -167,6 +167,7 @@ async function failed(run: RestoreRun, err: unknown): Promise<BackupError> {
   run.stopAll();
   let cleanupFailed = false;
   let failure = options.signal?.aborted ? abortedError("the restore", options.signal) : err instanceof BackupError ? err : new BackupError("DatabaseError", messageOf(err), { cause: err });
+  let kept = "";
   if (run.stagingCreated) {
     // Connections were dropped (the server rolls back what they had open); a fresh one cleans up.
     const dropped = await cleanUpRestore(options.target, runId).catch((e: unknown) => e as Error);
@@ -174,12 +175,15 @@ async function failed(run: RestoreRun, err: unknown): Promise<BackupError> {
       cleanupFailed = true;
       options.logger?.warn("could not drop the staging databases", { err: messageOf(dropped) });
       failure = withNote(failure, `Its staging databases (stw_restore_*) could not be dropped: ${messageOf(dropped)}`);
+    } else {
+      kept = keptReplaced(dropped, runId);
     }
   }
   if (mode === "Staged" && targetChanged && failure instanceof SwapUndoFailed) {
     failure = withNote(failure, "The target's tables were not replaced. Restore again");
   } else if (mode === "Staged" && targetChanged) {
-    failure = withNote(failure, "The restored tables had been swapped in; views, routines, triggers or events of the backup may be missing. Restore again");
+    const keptNote = kept ? ` ${kept}.` : "";
+    failure = withNote(failure, `The restored tables had been swapped in; views, routines, triggers or events of the backup may be missing.${keptNote} Restore again`);
   } else if (!targetChanged && !cleanupFailed) {
     untouched.add(failure);
   }

@@ -9,4 +9,4 @@ export {
   type RestoreSource,
 } from "./restore.ts";
 export { leftTargetUntouched } from "./backup-restore.ts";
-export { cleanUpRestore, findLeftovers, stagingDatabaseName, type StagingLeftovers } from "./staging.ts";
+export { cleanUpRestore, findLeftovers, keptReplaced, stagingDatabaseName, type StagingLeftovers } from "./staging.ts";

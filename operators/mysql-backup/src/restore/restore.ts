@@ -12,8 +12,10 @@
 //                     events, held in memory and verified) are applied to the
 //                     target. A missing or corrupt object, a failed statement,
 //                     an abort or a killed process before the swap leave the
-//                     target as it was. The server needs room for a second
-//                     copy of the restored tables meanwhile.
+//                     target as it was; one after the swap keeps the
+//                     target's replaced tables aside and says where. The
+//                     server needs room for a second copy of the restored
+//                     tables meanwhile.
 //   InPlace           every object is downloaded and verified first, then
 //                     applied to the target as the stock client would. No
 //                     extra room, but a failure or a kill mid-apply leaves the

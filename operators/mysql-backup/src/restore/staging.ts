@@ -7,9 +7,18 @@
 // MySQLRestore's deletion) finds and drops what a killed run left behind:
 //
 //   stw_restore_<token>_<n>    the staging database of the n-th restored database
-//   stw_replaced_<token>       the holding database the replaced tables move to
-//   stw_replaced_<token>_<n>   a replaced table with triggers, moved aside in its
+//   stw_replaced_<token>       the holding database the replaced tables move to,
+//                              each as <n>_<its name>
+//   stw_replaced_<token>_<n>_<its name>
+//                              a replaced table with triggers, moved aside in its
 //                              own database
+// (a name longer than MySQL's 64 characters is cut; <n> keeps it unique).
+//
+// The replaced tables are the target's data as it was before the restore:
+// they are dropped when the restore completes, and kept when it stops after
+// the swap (cleanUpRestore) — the restored tables are then in place but
+// views, routines, triggers or events of the backup may be missing, and the
+// user may want the old data back.
 //
 // Where a replaced table goes: MySQL and MariaDB refuse to move a table with
 // triggers to another database, so such a table stays in its database under
@@ -42,9 +51,19 @@ export function stagingDatabaseName(runId: string, index: number): string {
   return `${stagingPrefix}${runToken(runId)}_${index + 1}`;
 }
 
-/** The name a replaced table with triggers gets in its own database while the swap runs; at most 33 characters. */
-export function replacedTableName(runId: string, index: number): string {
-  return `${replacedPrefix}${runToken(runId)}_${index + 1}`;
+/** `name`, cut to MySQL's 64-character limit for identifiers. */
+function identifierOf(name: string): string {
+  return name.slice(0, 64);
+}
+
+/** The name the `index`-th (0-based) replaced table, `table`, gets in its own database when it has triggers. */
+export function replacedTableName(runId: string, index: number, table: string): string {
+  return identifierOf(`${replacedPrefix}${runToken(runId)}_${index + 1}_${table}`);
+}
+
+/** The name the `index`-th (0-based) replaced table, `table`, gets in the holding database. */
+export function heldTableName(index: number, table: string): string {
+  return identifierOf(`${index + 1}_${table}`);
 }
 
 /** The database the other replaced tables move to while the swap runs; 25 characters. */
@@ -95,32 +114,67 @@ export async function findLeftovers(session: MySQLSession, runId: string): Promi
 
 /**
  * Drops what run `runId` left behind (see findLeftovers) and says what it
- * was. Replaced tables are the target's old data, kept only until the swap
- * had completed; dropping them never touches restored data.
+ * found: with `drop` "all", the replaced tables too (dropping them never
+ * touches restored data); with "staging", only the staging databases — the
+ * replaced tables, and the holding database that has some, stay.
  */
-export async function dropLeftovers(session: MySQLSession, runId: string): Promise<StagingLeftovers> {
+export async function dropLeftovers(session: MySQLSession, runId: string, drop: "all" | "staging" = "all"): Promise<StagingLeftovers> {
   const found = await findLeftovers(session, runId);
-  // Replaced tables may be parents of one another's keys.
-  await session.query("SET SESSION FOREIGN_KEY_CHECKS = 0", [], "drop a restore's leftovers");
-  const holding = quoteIdentifier(holdingDatabaseName(runId));
-  const aside = found.replacedTables.filter((t) => !t.startsWith(`${holding}.`));
-  // Names came from the server and are re-quoted by qualifiedName above.
-  if (aside.length > 0) await session.query(`DROP TABLE IF EXISTS ${aside.join(", ")}`, [], "drop replaced tables");
-  for (const db of found.stagingDatabases) {
+  const holding = holdingDatabaseName(runId);
+  let databases = found.stagingDatabases;
+  if (drop === "all") {
+    // Replaced tables may be parents of one another's keys.
+    await session.query("SET SESSION FOREIGN_KEY_CHECKS = 0", [], "drop a restore's leftovers");
+    const aside = found.replacedTables.filter((t) => !t.startsWith(`${quoteIdentifier(holding)}.`));
+    // Names came from the server and are re-quoted by qualifiedName above.
+    if (aside.length > 0) await session.query(`DROP TABLE IF EXISTS ${aside.join(", ")}`, [], "drop replaced tables");
+  } else if (found.replacedTables.length > 0) {
+    databases = databases.filter((db) => db !== holding);
+  }
+  for (const db of databases) {
     validateIdentifier(db, "staging database");
     await session.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(db)}`, [], `drop staging database ${quoteIdentifier(db)}`);
   }
   return found;
 }
 
-/** Connects to `target` and drops run `runId`'s leftovers; for the MySQLRestore's cleanup. */
+/**
+ * Connects to `target` and drops the staging databases run `runId` left:
+ * the cleanup of a restore that failed, was deleted, or whose manager died.
+ * The replaced tables of a swap that went through are kept (keptReplaced
+ * says where).
+ */
 export async function cleanUpRestore(target: MySQLConnectionOptions, runId: string): Promise<StagingLeftovers> {
   const session = await MySQLSession.open(target);
   try {
-    return await dropLeftovers(session, runId);
+    return await dropLeftovers(session, runId, "staging");
   } finally {
     await session.close();
   }
+}
+
+/** Replaced tables a sentence names one by one, at most. */
+const keptNamed = 5;
+
+/**
+ * A sentence saying where the target's tables from before the restore were
+ * kept (found by cleanUpRestore after the swap) and how to be rid of them;
+ * empty when none were.
+ */
+export function keptReplaced(found: StagingLeftovers, runId: string): string {
+  const n = found.replacedTables.length;
+  if (n === 0) return "";
+  const holding = quoteIdentifier(holdingDatabaseName(runId));
+  const held = found.replacedTables.filter((t) => t.startsWith(`${holding}.`)).length;
+  const aside = found.replacedTables.filter((t) => !t.startsWith(`${holding}.`));
+  const where: string[] = [];
+  if (held > 0) where.push(`${held} in database ${holding}, each named <n>_<its name>`);
+  if (aside.length > 0) {
+    const more = aside.length > keptNamed ? ` and ${aside.length - keptNamed} more` : "";
+    where.push(`${aside.slice(0, keptNamed).join(", ")}${more} (tables with triggers, each beside the restored one)`);
+  }
+  const drop = [...(held > 0 ? [`DROP DATABASE ${holding}`] : []), ...(aside.length > 0 ? ["DROP TABLE on the others"] : [])].join(", ");
+  return `The target's ${n} tables as they were before the restore were kept: ${where.join("; ")}. Rename them back to undo the restore of those tables, or drop them once not needed (${drop})`;
 }
 
 /** A table to move in by the swap: from the staging database into the target. */
@@ -213,9 +267,9 @@ export async function planSwap(session: MySQLSession, runId: string, databases: 
       const triggers = triggersOf.get(table) ?? [];
       n += 1;
       if (triggers.length > 0 && !withKeys.has(table)) {
-        plan.replaced.push({ database, table, asideDatabase: database, aside: replacedTableName(runId, n - 1) });
+        plan.replaced.push({ database, table, asideDatabase: database, aside: replacedTableName(runId, n - 1, table) });
       } else {
-        plan.replaced.push({ database, table, asideDatabase: holding, aside: `t${n}` });
+        plan.replaced.push({ database, table, asideDatabase: holding, aside: heldTableName(n - 1, table) });
         for (const name of triggers) plan.triggersToDrop.push({ database, name });
       }
     }
