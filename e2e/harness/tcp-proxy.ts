@@ -2,7 +2,9 @@
 // `freeze()` makes the current connections go silent without closing them
 // (a half-open connection, as a dead NAT or a vanished peer leaves behind),
 // `block()` cuts every connection and refuses new ones, `unblock()` heals,
-// `throttle()` limits the bandwidth of all connections together.
+// `throttle()` limits the bandwidth of all connections together, and
+// `leaveUnanswered()` lets chosen plain-HTTP requests reach the server but
+// never their answers (a request done whose client saw it fail).
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
@@ -12,6 +14,9 @@ export class TcpProxy {
   private blocked = false;
   private freezeNew: false | "silent" | "unanswered" = false;
   private bytesPerSecond = 0;
+  private unansweredRequests: RegExp | undefined;
+  /** Requests left unanswered by leaveUnanswered so far. */
+  unanswered = 0;
   /** When the shared link is free again (throttled): each chunk waits its turn. */
   private linkFreeAt = 0;
   port = 0;
@@ -43,7 +48,15 @@ export class TcpProxy {
     // write (its TLS handshake flights): a request reaches the server and its answer never returns.
     const unanswered = this.freezeNew === "unanswered";
     let clientWrites = 0;
-    client.on("data", () => clientWrites++);
+    // leaveUnanswered: from a matching request on, the server's bytes on this connection are dropped.
+    let swallowing = false;
+    client.on("data", (chunk: Buffer) => {
+      clientWrites++;
+      if (!swallowing && this.unansweredRequests?.test(chunk.toString("latin1"))) {
+        swallowing = true;
+        this.unanswered++;
+      }
+    });
     // Throttled chunks wait for their turn, as in a slow link's send buffer. A client that closes
     // loses what it had not sent yet (its bytes never reach the server); a server that closes
     // right after its answer (an S3 server does) closes the client once the answer is delivered.
@@ -54,6 +67,7 @@ export class TcpProxy {
         // A frozen pair swallows data: both ends see a silent, open connection.
         if (pair.frozen) return;
         if (unanswered && from === upstream && clientWrites >= 2) return;
+        if (swallowing && from === upstream) return;
         if (!this.bytesPerSecond) {
           to.write(chunk);
           return;
@@ -96,6 +110,16 @@ export class TcpProxy {
     for (const pair of this.pairs) pair.frozen = true;
     this.freezeNew = opts.newConnections ?? false;
     return this.pairs.size;
+  }
+
+  /**
+   * Plain HTTP: every request whose head matches `request` (say /^PUT \S*\/manifest\.json/m)
+   * reaches the server, which does it, but its answer never comes back — nor anything after it
+   * on that connection: the client times out on a request that was done. Undefined ends it.
+   * (The head is matched within one chunk, as an HTTP client writes it.)
+   */
+  leaveUnanswered(request: RegExp | undefined): void {
+    this.unansweredRequests = request;
   }
 
   /** Limits all connections together to `bytesPerSecond` in each direction's sum (0 lifts the limit). */

@@ -23,7 +23,7 @@ import { promisify } from "node:util";
 import { gunzipSync, gzipSync, zstdDecompressSync } from "node:zlib";
 import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { freePort, s3Client, startMariaDB, tools, type MariaDBEndpoint } from "../../harness/index.ts";
+import { freePort, s3Client, startMariaDB, TcpProxy, tools, type MariaDBEndpoint } from "../../harness/index.ts";
 import { ensurePki, readPem } from "../../harness/pki.ts";
 import { startProcess, stopPid } from "../../harness/process.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -345,7 +345,7 @@ describe("compressions, cancellation and S3 failures", () => {
   afterAll(async () => {
     await dropDatabases(admin, db);
     await admin.end();
-    for (const p of ["zstd", "none", "retry", "aborted", "unreachable", "denied", "nobucket"]) await deleteBackup(at(`${prefix}/${p}`)).catch(() => undefined);
+    for (const p of ["zstd", "none", "retry", "aborted", "unanswered", "unreachable", "denied", "nobucket"]) await deleteBackup(at(`${prefix}/${p}`)).catch(() => undefined);
   });
 
   it.each(["zstd", "none"] as const)("round-trips with %s compression and many small objects", async (compression) => {
@@ -423,6 +423,34 @@ describe("compressions, cancellation and S3 failures", () => {
       return Number((rows as { n: number }[])[0]?.n) === 0 ? true : undefined;
     }, 10_000);
   }, 60_000);
+
+  it("stored a manifest whose answer never came back: the failed backup leaves no manifest behind, and the next one to that folder completes", async () => {
+    // S3 does the PUT of manifest.json; the backup never hears so, times out and fails. Its objects
+    // are deleted: a manifest left behind would make the folder look complete without them (and
+    // refuse the next backup there as BackupExists).
+    const tiny = `sw_tiny_${suffix}`;
+    await admin.query(`CREATE DATABASE ${id(tiny)}`);
+    await admin.query(`CREATE TABLE ${id(tiny)}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
+    await admin.query(`INSERT INTO ${id(tiny)}.t VALUES (1, 'one'), (2, 'two')`);
+    const proxy = new TcpProxy({ host: "127.0.0.1", port: Number(new URL(env.s3.endpoint).port) });
+    await proxy.start();
+    const location = { ...at(`${prefix}/unanswered`), endpoint: `http://127.0.0.1:${proxy.port}`, idleTimeoutMs: 1_000 };
+    try {
+      proxy.leaveUnanswered(/^PUT \S*\/manifest\.json[ ?]/m);
+      const err = (await runBackup({ source: root, storage: location, databases: [tiny] }).catch((e: unknown) => e)) as BackupError;
+      expect(err).toBeInstanceOf(BackupError);
+      expect(proxy.unanswered).toBeGreaterThan(0);
+      expect(await keysUnder(location.prefix)).toEqual([]);
+
+      proxy.leaveUnanswered(undefined);
+      const backup = await runBackup({ source: root, storage: location, databases: [tiny] });
+      expect(await keysUnder(location.prefix)).toContain(`${location.prefix}/manifest.json`);
+      expect(backup.objects).toBeGreaterThan(0);
+    } finally {
+      await proxy.stop();
+      await dropDatabases(admin, tiny);
+    }
+  }, 120_000);
 
   it("fails before touching the database when S3 is unreachable", async () => {
     const port = await freePort();

@@ -4,6 +4,7 @@
 import { settledWithin, type Logger } from "@stateward/core";
 import { BackupError } from "../errors.ts";
 import type { Compression } from "../storage/compression.ts";
+import { manifestFileName } from "../storage/manifest.ts";
 import { ObjectUpload, type StoredObject, type UploadTuning } from "../storage/object-upload.ts";
 import type { BackupStore } from "../storage/s3.ts";
 
@@ -55,10 +56,13 @@ export async function writeObject(upload: ObjectUpload, statements: readonly str
 }
 
 /**
- * Leaves nothing of a failed backup behind: uploads aborted, objects written
- * so far deleted, and any multipart upload still open in the folder aborted
- * (one a hung request started late). Failures here are logged, not thrown:
- * the backup's own error is what the user needs to see.
+ * Leaves nothing of a failed backup behind: its manifest first (S3 may have
+ * stored one whose PUT the backup saw fail: a lost answer, an abort in
+ * flight; left, it would make the folder look complete with its objects
+ * gone), uploads aborted, objects written so far deleted, and any multipart
+ * upload still open in the folder aborted (one a hung request started late).
+ * Failures here are logged, not thrown: the backup's own error is what the
+ * user needs to see.
  */
 export async function discard(store: BackupStore, uploads: Uploads, running: Promise<unknown>[], reason: Error, log: Logger | undefined): Promise<void> {
   // Failed before writing anything (S3 unreachable, no such database): there
@@ -68,6 +72,9 @@ export async function discard(store: BackupStore, uploads: Uploads, running: Pro
     return;
   }
   try {
+    // Anything uploaded means the folder was claimed (claimFolder): a manifest in it is this run's.
+    // Deleted before the objects, so that the folder never looks complete with objects missing.
+    await store.bucket.deleteKeys([store.key(manifestFileName)]);
     await uploads.abortAll(reason);
     // With connections dropped and uploads aborted, the parallel work fails
     // fast; waiting for it means no upload can start after the cleanup.
