@@ -13,6 +13,7 @@ import { databaseUserOperator } from "@stateward/operator-database-user";
 import { MySQLBackupKind, MySQLRestoreKind, createMySQLBackupOperator, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { s3Client } from "../../harness/index.ts";
+import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 import { createTortureDatabase, fingerprint, id } from "./torture.ts";
@@ -116,8 +117,7 @@ describe("MySQLBackup and MySQLRestore", () => {
     expect(await fingerprint(conn, db)).toEqual(before);
     await conn.end();
 
-    const events = await client.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns });
-    expect(events.items.filter((e) => e.regarding?.name === "full").map((e) => e.reason)).toEqual(expect.arrayContaining(["Started", "Completed"]));
+    expect((await eventsAbout(client, ns, { name: "full" })).map((e) => e.reason)).toEqual(expect.arrayContaining(["Started", "Completed"]));
   });
 
   it("starts a restore created before its backup within seconds of the backup completing (woken by the backup, not by a poll)", async () => {
@@ -168,8 +168,8 @@ describe("MySQLBackup and MySQLRestore", () => {
    * points at a missing instance so that this manager does not start it first.) Resolves to the
    * MySQLBackup once the manager marked it Interrupted.
    */
-  async function leftRunning(name: string): Promise<MySQLBackup> {
-    await client.create(BK, backup(name, { instanceRef: { name: "not-yet" } }));
+  async function leftRunning(name: string, spec: Partial<MySQLBackup["spec"]> = {}): Promise<MySQLBackup> {
+    await client.create(BK, backup(name, { instanceRef: { name: "not-yet" }, ...spec }));
     await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, name)).status?.phase === "Pending" ? true : undefined));
     await client.patch(BK, ns, name, { status: { phase: "Running", startedBy: "manager-that-died_0000", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
     return waitFor("Interrupted", async () => {
@@ -198,6 +198,15 @@ describe("MySQLBackup and MySQLRestore", () => {
     } finally {
       await s3.send(new AbortMultipartUploadCommand({ Bucket: env.s3.bucket, Key: `${other}0001-${db}/data/0001-t.0001.sql.gz`, UploadId: running })).catch(() => undefined);
     }
+  });
+
+  it("says where a partial upload it could not clean up is, without claiming it holds no manifest", async () => {
+    // Its credentials are gone: the folder cannot even be looked at.
+    const failed = await leftRunning("no-creds", { storage: storage({ credentialsSecretRef: { name: "s3-gone" } }) });
+    const message = findCondition(failed.status?.conditions, "Ready")?.message;
+    expect(message).toContain(`What it stored in s3://${env.s3.bucket}/operator-${suffix}/${ns}/no-creds/ could not be looked at or removed (`);
+    expect(message).toContain("s3-gone");
+    expect(message).not.toMatch(/no manifest/);
   });
 
   it("leaves a complete backup whole when a run of the same name is interrupted", async () => {
@@ -230,8 +239,7 @@ describe("MySQLBackup and MySQLRestore", () => {
     manager = await startManager();
     await waitGone(client, BK, ns, "gone-running");
     expect(await keysUnder(folder)).toEqual([]);
-    const events = await client.list<KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns });
-    expect(events.items.find((e) => e.regarding?.name === "gone-running" && e.reason === "Deleted")?.note).toMatch(/manager that is gone was running it\. Its partial upload was removed \(1 objects deleted/);
+    expect((await eventsAbout(client, ns, { name: "gone-running" })).find((e) => e.reason === "Deleted")?.note).toMatch(/manager that is gone was running it\. Its partial upload was removed \(1 objects deleted/);
   });
 
   it("with deletionPolicy Delete removes the stored objects when the MySQLBackup is deleted", async () => {

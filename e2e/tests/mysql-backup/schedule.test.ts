@@ -23,6 +23,7 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { KubeConfig } from "@kubernetes/client-node";
 import { TcpProxy, s3Client } from "../../harness/index.ts";
+import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 
@@ -154,7 +155,7 @@ describe("MySQLBackupSchedule", () => {
     });
     try {
       // Retention runs (a scheduled backup is pruned too) while the restore's backup stays, in the API and the bucket.
-      const events = async () => (await client.list<KubeObject & { reason?: string; note?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns })).items.filter((e) => e.regarding?.name === "keep1");
+      const events = () => eventsAbout(client, ns, { name: "keep1" });
       await waitFor("a scheduled backup pruned", async () => ((await events()).some((e) => e.reason === "Pruned" && !e.note?.includes("oldest")) ? true : undefined), 40_000, 250);
       expect((await client.get<MySQLBackup>(BK, ns, "oldest")).status?.phase).toBe("Completed");
       expect(await folders()).toContain("oldest");
@@ -218,8 +219,7 @@ describe("concurrency policies, with a deliberately slow backup", () => {
       const first = await waitFor("the first backup Running", async () => (await backups()).find((x) => x.status?.phase === "Running"), 30_000, 200);
       await new Promise((r) => setTimeout(r, 7_000));
       expect((await backups()).map((x) => x.metadata.name)).toEqual([first.metadata.name]);
-      const events = await client.list<KubeObject & { reason?: string; regarding?: { name?: string } }>(builtin.event, { namespace: ns });
-      expect(events.items.some((e) => e.regarding?.name === name && e.reason === "SkippedConcurrent")).toBe(true);
+      expect((await eventsAbout(client, ns, { name })).some((e) => e.reason === "SkippedConcurrent")).toBe(true);
 
       await client.patch(SC, ns, name, { spec: { concurrencyPolicy: "Allow" } });
       await waitFor("a second backup alongside the first", async () => ((await backups()).length >= 2 ? true : undefined), 15_000, 200);

@@ -153,16 +153,19 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
     const ns = backup.metadata.namespace ?? "";
     const name = backup.metadata.name ?? "";
     ctx.log.info("removing the partial upload of an interrupted backup", { startedBy: backup.status?.startedBy });
+    const folder = backupFolder(backup.spec.storage.s3.prefix, ns, name);
     try {
       const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
-      const removed = await removePartialBackup({ ...s3, prefix: backupFolder(backup.spec.storage.s3.prefix, ns, name) });
+      const removed = await removePartialBackup({ ...s3, prefix: folder });
       if (removed === undefined) {
         return "Its folder holds a complete backup (a manifest.json: an earlier backup of this name, or this one's, written just before its manager stopped); nothing in it was deleted.";
       }
       return `Its partial upload was removed (${removed.deletedObjects} objects deleted, ${removed.abortedUploads} incomplete multipart uploads aborted).`;
     } catch (err) {
-      ctx.log.warn("could not clean up an interrupted backup", { err: describeFailure(err).message });
-      return "Its partial upload could not be removed; it has no manifest, so it can never be restored by mistake.";
+      const f = describeFailure(err);
+      ctx.log.warn("could not clean up an interrupted backup", { err: f.message });
+      // Whether the folder holds a manifest is not known here: the cleanup may have failed before looking.
+      return `What it stored in s3://${backup.spec.storage.s3.bucket}/${folder}/ could not be looked at or removed (${f.message}); the next backup of this name clears a partial upload there, or delete it by hand.`;
     }
   }
 }
