@@ -16,7 +16,9 @@
 // them (everything the old primary committed beyond what the new one
 // received), and that is exactly what the writer lost. A blip shorter than
 // detectionSeconds fails nothing over; with the Manual policy nothing is
-// promoted until spec.primary names a replica.
+// promoted until spec.primary names a replica. A rollout stopped at its
+// health gate does not hold a failover back, and a rollout restarts no
+// replica while the primary does not answer.
 import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
@@ -64,6 +66,33 @@ async function failedOverCondition(name: string, old: string): Promise<{ message
 /** The FailedOver Event since `since`: recorded just after the promotion, so waited for once the new primary is on record. */
 async function failedOverEvent(name: string, since = ""): Promise<KubeEvent> {
   return waitFor("the FailedOver Event", async () => (await events(name, since)).find((e) => e.reason === "FailedOver"), 30_000, 200);
+}
+
+/** A Running 3-server cluster (`spec` added) with row 1 in app.t, written on its primary: the primary and the root password. */
+async function runningWithOneRow(name: string, spec: Partial<MySQLCluster["spec"]>): Promise<{ old: string; password: string }> {
+  await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, ...spec }));
+  const old = (await clusterRunning(client, suite, name, 3)).status?.currentPrimary ?? "";
+  const password = await rootPassword(client, ns, name);
+  await onPod(servers, old, password, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1)");
+  return { old, password };
+}
+
+/** Waits until `pod` is the primary on record and writable; it has runningWithOneRow's row. */
+async function promotedWithTheRow(name: string, pod: string, password: string): Promise<void> {
+  await waitFor(`${pod} primary and writable`, async () => {
+    if ((await get(name)).status?.currentPrimary !== pod) return undefined;
+    const [row] = await onPod(servers, pod, password, "SELECT @@read_only AS ro");
+    return Number(row?.ro) === 0 ? true : undefined;
+  }, 90_000, 300);
+  expect([...(await storedIds(servers, pod, password, "app.t"))]).toEqual([1]);
+}
+
+/** The FailoverNeeded condition once it is True. */
+async function failoverNeeded(name: string, timeoutMs = 90_000): Promise<{ reason?: string; message?: string }> {
+  return waitFor("FailoverNeeded", async () => {
+    const cond = findCondition((await get(name)).status?.conditions, "FailoverNeeded");
+    return cond?.status === "True" ? cond : undefined;
+  }, timeoutMs, 300);
 }
 
 /** The sequence number of a MariaDB GTID ("0-1000-57" → 57n). */
@@ -231,17 +260,9 @@ describe("a blip", () => {
 describe("the Manual policy", () => {
   it("promotes nothing on its own; spec.primary promotes a replica with the old primary dead", async () => {
     const name = "man";
-    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, failover: { policy: "Manual", detectionSeconds: DETECTION_SECONDS } }));
-    const c = await clusterRunning(client, suite, name, 3);
-    const old = c.status?.currentPrimary ?? "";
-    const password = await rootPassword(client, ns, name);
-    await onPod(servers, old, password, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1)");
+    const { old, password } = await runningWithOneRow(name, { failover: { policy: "Manual", detectionSeconds: DETECTION_SECONDS } });
     await loseNode(servers, old);
-    const needed = await waitFor("FailoverNeeded", async () => {
-      const x = await get(name);
-      const cond = findCondition(x.status?.conditions, "FailoverNeeded");
-      return cond?.status === "True" ? cond : undefined;
-    }, 90_000, 300);
+    const needed = await failoverNeeded(name);
     expect(needed.message).toMatch(/failover\.policy is Manual: set spec\.primary/);
     expect((await events(name)).some((e) => e.reason === "FailoverNeeded")).toBe(true);
     await sleep(3000);
@@ -249,14 +270,61 @@ describe("the Manual policy", () => {
 
     const target = ["man-0", "man-1", "man-2"].find((p) => p !== old) ?? "";
     await client.patch(MYC, ns, name, { spec: { primary: Number(target.slice(-1)) } });
-    await waitFor(`${target} primary and writable`, async () => {
-      const x = await get(name);
-      if (x.status?.currentPrimary !== target) return undefined;
-      const [row] = await onPod(servers, target, password, "SELECT @@read_only AS ro");
-      return Number(row?.ro) === 0 ? true : undefined;
-    }, 90_000, 300);
-    expect([...(await storedIds(servers, target, password, "app.t"))]).toEqual([1]);
+    await promotedWithTheRow(name, target, password);
   }, 240_000);
+});
+
+describe("a rollout stopped at its health gate", () => {
+  it("does not hold back the failover of a primary lost meanwhile", async () => {
+    const name = "rgate";
+    const { old, password } = await runningWithOneRow(name, { updateStrategy: { healthGateSeconds: 10 }, failover: { detectionSeconds: DETECTION_SECONDS } });
+    // A change that breaks a server: the rollout restarts the highest replica, which never comes back.
+    await client.patch(MYC, ns, name, { spec: { image: "mariadb:broken" } });
+    const stopped = await waitFor("HealthGateFailed", async () => {
+      const cond = findCondition((await get(name)).status?.conditions, "Upgrading");
+      return cond?.reason === "HealthGateFailed" ? cond : undefined;
+    }, 120_000, 500);
+    const broken = /^(\S+) did not become Ready/.exec(stopped.message ?? "")?.[1] ?? "";
+    const survivor = ["rgate-0", "rgate-1", "rgate-2"].find((p) => p !== old && p !== broken) ?? "";
+    expect(broken).not.toBe(old);
+
+    // The primary lost while the rollout stays stopped: its loss is detected and said, not waited out.
+    await loseNode(servers, old);
+    const needed = await failoverNeeded(name, 60_000);
+    // SemiSync: the broken replica does not answer, and may have acknowledged commits the survivor lacks.
+    expect(needed.reason).toBe("NoSafeCandidate");
+    expect(needed.message).toContain(`acknowledged by ${broken}`);
+    expect(needed.message).toContain(`set failover.allowDataLoss: true to promote ${survivor} anyway`);
+
+    await client.patch(MYC, ns, name, { spec: { failover: { allowDataLoss: true } } });
+    const promoted = await newPrimary(client, ns, name, old);
+    expect(promoted.status?.currentPrimary).toBe(survivor);
+    await promotedWithTheRow(name, survivor, password);
+  }, 300_000);
+});
+
+describe("a rollout while the primary does not answer", () => {
+  it("restarts no replica (one of them is what a failover promotes) until a primary answers", async () => {
+    const name = "rdown";
+    // Manual: nothing is promoted on its own, so the rollout meets a primary that stays gone.
+    const { old, password } = await runningWithOneRow(name, { failover: { policy: "Manual", detectionSeconds: DETECTION_SECONDS } });
+    await loseNode(servers, old);
+    await failoverNeeded(name, 60_000);
+    const since = new Date().toISOString();
+    // Its replicas are not Ready now (nothing to replicate from): to the rollout they would look broken.
+    await client.patch(MYC, ns, name, { spec: { image: "mariadb:11.4.9" } });
+    await waitFor("the new image's rollout under way", async () => ((await get(name)).status?.targetImage === "mariadb:11.4.9" ? true : undefined), 60_000, 300);
+    await sleep(10_000);
+    expect((await events(name, since)).filter((e) => e.reason === "PodRestarted").map((e) => e.note)).toEqual([]);
+    expect(findCondition((await get(name)).status?.conditions, "Upgrading")?.message).toContain(`waiting for the primary ${old} to answer`);
+
+    // A replica promoted (spec.primary, as the condition says): the rollout goes on from it, and nothing was lost.
+    const target = ["rdown-0", "rdown-1", "rdown-2"].find((p) => p !== old) ?? "";
+    await client.patch(MYC, ns, name, { spec: { primary: Number(target.slice(-1)) } });
+    await newPrimary(client, ns, name, old);
+    await waitFor("the rollout restarting pods again", async () => ((await events(name, since)).some((e) => e.reason === "PodRestarted") ? true : undefined), 60_000, 300);
+    expect([...(await storedIds(servers, target, password, "app.t"))]).toEqual([1]);
+  }, 300_000);
 });
 
 describe("an old primary with a transaction the new one lacks", () => {

@@ -223,7 +223,7 @@ export const MySQLClusterKind = defineKind({
               ),
             ),
             detectionSeconds: optional(
-              integer("How long the primary must be unreachable from the operator, with a second signal (its pod not Ready or gone, its container not running, or no replica connected to it), before it counts as lost. Never during a rollout.", {
+              integer("How long the primary must be unreachable from the operator, with a second signal (its pod not Ready or gone, its container not running, or no replica connected to it), before it counts as lost. Not while a rollout restarts the primary itself.", {
                 minimum: 5,
                 maximum: 3600,
                 default: DEFAULT_DETECTION_SECONDS,

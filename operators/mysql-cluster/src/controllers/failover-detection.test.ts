@@ -33,8 +33,12 @@ describe("when a primary counts as lost", () => {
     expect(seen({ now: at(600), signals: [] })).toMatch(/^suspect: .*nothing else says it is gone/);
   });
 
-  it("never during a rollout", () => {
-    expect(seen({ now: at(600), rollout: { pod: "db-0" } })).toMatch(/^suspect: .*during a rollout/);
+  it("not while the rollout restarts the primary itself", () => {
+    expect(seen({ now: at(600), rollout: { pod: "db-0" } })).toMatch(/^suspect: .*while the rollout restarts it/);
+  });
+
+  it("during a rollout that restarts a replica, or is stopped at its health gate on one", () => {
+    expect(seen({ rollout: { pod: "db-2" } })).toMatch(/^lost: db-0 has not answered for 40 s/);
   });
 
   it("after detectionSeconds with a second signal, naming both", () => {

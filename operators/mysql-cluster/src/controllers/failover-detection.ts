@@ -6,8 +6,11 @@
 //   something else agrees (secondSignals): its pod is gone or not Ready, its
 //   container is not running, its node is not Ready, or no replica's I/O
 //   thread is connected to it;
-//   never while a rollout is under way (status.rollout): the operator
-//   restarts pods itself then, and waits for them at its health gate.
+//   never while the rollout's step is the primary's own restart
+//   (status.rollout names it: a single server restarted in place), which
+//   the rollout's health gate watches. A rollout restarting a replica, or
+//   stopped at its health gate, does not hold a failover back: the primary
+//   it lost is not one the rollout took down.
 //
 // Pure: controllers/failover.ts observes and acts.
 //
@@ -60,7 +63,7 @@ export interface DetectionInput {
   detectionSeconds: number;
   /** The second signals observed, in words ("its pod is not Ready"). */
   signals: string[];
-  /** The rollout step in progress (status.rollout), if any. */
+  /** The rollout step in progress (status.rollout), if any: the pod it restarted last. */
   rollout: { pod: string } | undefined;
   primary: string;
   /** Why the primary does not answer (its member's message). */
@@ -76,7 +79,7 @@ export type Detection =
 export function detectPrimaryLoss(input: DetectionInput): Detection {
   const { unreachableSince, primary } = input;
   if (!unreachableSince) return { kind: "healthy" };
-  if (input.rollout) return { kind: "suspect", message: `${primary} does not answer (${input.error}) during a rollout (restarting ${input.rollout.pod}): not failed over, the rollout's health gate watches it` };
+  if (input.rollout?.pod === primary) return { kind: "suspect", message: `${primary} does not answer (${input.error}) while the rollout restarts it: not failed over, the rollout's health gate watches it` };
   const seconds = Math.floor((input.now.getTime() - unreachableSince.getTime()) / 1000);
   if (seconds < input.detectionSeconds) return { kind: "suspect", message: `${primary} has not answered for ${seconds} s (${input.error}); lost after ${input.detectionSeconds} s with a second signal` };
   if (input.signals.length === 0) {

@@ -40,6 +40,8 @@ export interface RolloutContext {
   members: Observed[];
   desired: number;
   replicationPassword: string;
+  /** The primary on record answered this reconcile: no pod is restarted for a rollout while it does not. */
+  primaryAnswers: boolean;
   ctx: ReconcileContext;
 }
 
@@ -76,6 +78,7 @@ export async function rolloutStep(r: RolloutContext, sts: StatefulSetObject | un
     requestedPrimary: cluster.spec.primary,
     inProgress: cluster.status?.rollout,
     paused: strategy.paused ?? DEFAULT_PAUSED,
+    primaryAnswers: r.primaryAnswers,
     healthGateSeconds: strategy.healthGateSeconds ?? DEFAULT_HEALTH_GATE_SECONDS,
     now: d.clock.now(),
   });

@@ -3,7 +3,7 @@ import { planRollout, type RolloutInput, type RolloutMember } from "./rollout.ts
 
 const m = (ordinal: number, role: "primary" | "replica", updated: boolean, ready = true, progress = 10n): RolloutMember => ({ ordinal, name: `db-${ordinal}`, role, ready, updated, progress });
 const now = new Date("2026-11-30T12:00:00Z");
-const plan = (members: RolloutMember[], extra: Partial<RolloutInput> = {}) => planRollout({ members, desired: members.length, paused: false, healthGateSeconds: 300, now, ...extra });
+const plan = (members: RolloutMember[], extra: Partial<RolloutInput> = {}) => planRollout({ members, desired: members.length, paused: false, primaryAnswers: true, healthGateSeconds: 300, now, ...extra });
 
 describe("the rollout plan", () => {
   it("restarts replicas highest ordinal first, then switches over, then restarts the old primary", () => {
@@ -34,6 +34,17 @@ describe("the rollout plan", () => {
     expect(plan(members, { paused: true })).toMatchObject({ kind: "blocked", reason: "Paused" });
     expect(plan(members, { desired: 3 })).toMatchObject({ kind: "wait" });
     expect(plan([m(0, "primary", false, false), m(1, "replica", false)])).toMatchObject({ kind: "wait" });
+  });
+
+  it("restarts nothing while the primary does not answer: its replicas are not broken, one may be promoted", () => {
+    // Not Ready because the primary is gone (not replicating): they would look broken and be restarted first.
+    const members = [m(0, "primary", false, false), m(1, "replica", false, false), m(2, "replica", false, false)];
+    const decision = plan(members, { primaryAnswers: false });
+    expect(decision).toMatchObject({ kind: "wait" });
+    expect(decision.kind === "wait" && decision.message).toMatch(/waiting for the primary db-0 to answer/);
+    // The health gate of a pod restarted before still counts.
+    const restarted = [m(0, "primary", false, false), m(1, "replica", false, false), m(2, "replica", true, false)];
+    expect(plan(restarted, { primaryAnswers: false, inProgress: { pod: "db-2", startedAt: "2026-11-30T11:50:00Z" } })).toMatchObject({ kind: "blocked", reason: "HealthGateFailed" });
   });
 
   it("switches over on request, to the requested replica", () => {

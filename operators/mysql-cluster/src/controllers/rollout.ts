@@ -10,6 +10,10 @@
 //   2. a planned switchover to the most caught-up updated replica
 //   3. the old primary, now a replica, restarted last
 //
+// Nothing is restarted while the primary does not answer: its replicas are
+// not Ready then (not replicating), and would look broken; one of them is
+// what a failover promotes.
+//
 // `spec.primary` asks for a switchover at any time; reverting the image makes
 // the old revision the update revision again and runs the same sequence.
 
@@ -39,6 +43,8 @@ export interface RolloutInput {
   requestedPrimary?: number;
   inProgress?: InProgress;
   paused: boolean;
+  /** The primary on record answers the operator. */
+  primaryAnswers: boolean;
   healthGateSeconds: number;
   now: Date;
 }
@@ -79,6 +85,7 @@ export function planRollout(input: RolloutInput): RolloutDecision {
   }
   if (input.paused) return { kind: "blocked", reason: "Paused", message: "updateStrategy.paused is set: no pod is restarted until it is cleared" };
   if (members.length !== input.desired) return { kind: "wait", message: `waiting for the cluster to have ${input.desired} servers before rolling` };
+  if (!input.primaryAnswers) return { kind: "wait", message: `waiting for the primary${primary ? ` ${primary.name}` : ""} to answer: no server is restarted while it does not (a failover may need every replica)` };
 
   // A broken outdated pod first: the new template is its fix. Otherwise everyone else must be Ready.
   const broken = outdated.filter((m) => !m.ready && m.role === "replica").sort((a, b) => b.ordinal - a.ordinal)[0];
