@@ -327,6 +327,32 @@ describe("a rollout while the primary does not answer", () => {
   }, 300_000);
 });
 
+describe("a replica whose pod is stuck Terminating (evicted from a lost node)", () => {
+  it("still counts as one that may have acknowledged the last commits: no promotion is called safe without it", async () => {
+    const name = "evict";
+    const { old } = await runningWithOneRow(name, { failover: { detectionSeconds: DETECTION_SECONDS } });
+    const [survivor = "", evicted = ""] = ["evict-0", "evict-1", "evict-2"].filter((p) => p !== old);
+    // Its node is gone: the server with it, and the pod, evicted, stays Terminating (no kubelet confirms it).
+    await servers.kill(evicted);
+    await client.patch(builtin.pod, ns, evicted, { metadata: { finalizers: ["stateward.io/test-node-lost"] } });
+    await client.delete(builtin.pod, ns, evicted);
+    try {
+      await loseNode(servers, old);
+      const decided = await waitFor("a promotion, or FailoverNeeded", async () => {
+        const c = await get(name);
+        return c.status?.currentPrimary !== old || findCondition(c.status?.conditions, "FailoverNeeded")?.status === "True" ? c : undefined;
+      }, 60_000, 300);
+      expect(decided.status?.currentPrimary, `promoted while ${evicted}, which may hold acknowledged commits, was not heard`).toBe(old);
+      const needed = findCondition(decided.status?.conditions, "FailoverNeeded");
+      expect(needed?.reason).toBe("NoSafeCandidate");
+      expect(needed?.message).toContain(`acknowledged by ${evicted} (its pod is being deleted) only`);
+      expect(needed?.message).toContain(`to promote ${survivor} anyway`);
+    } finally {
+      await client.patch(builtin.pod, ns, evicted, { metadata: { finalizers: null } }).catch(() => undefined);
+    }
+  }, 240_000);
+});
+
 describe("an old primary with a transaction the new one lacks", () => {
   it("is named and not rejoined", async () => {
     const name = "err";

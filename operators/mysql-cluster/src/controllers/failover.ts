@@ -28,7 +28,7 @@ import { ROLE_LABEL, podName } from "../resources/names.ts";
 import type { ClusterReconcilerDeps } from "./deps.ts";
 import { semiSyncWasActive } from "./durability.ts";
 import { detectPrimaryLoss, secondSignals, type NodeView } from "./failover-detection.ts";
-import type { Pod } from "./pods.ts";
+import { clusterPods, type Pod } from "./pods.ts";
 import { ignoreNotFound, memberError } from "./problems.ts";
 import { DECISION_RECHECK_MS, type RecordedDecisions } from "./recorded-decisions.ts";
 
@@ -44,7 +44,7 @@ const NODE = resourceType("v1", "Node", "nodes", false);
 const SUSPECT_REQUEUE_MS = 1_000;
 
 type Update = Omit<ConditionUpdate, "observedGeneration">;
-type Deps = Pick<ClusterReconcilerDeps, "client" | "connector" | "events" | "clock">;
+type Deps = Pick<ClusterReconcilerDeps, "client" | "cache" | "connector" | "events" | "clock">;
 
 export interface FailoverInput {
   d: Deps;
@@ -230,13 +230,24 @@ export class FailoverWatch {
 
 type ReplicaView = { kind: "reachable"; name: string; ioRunning: boolean; progress: ReplicaProgress } | { kind: "unreachable"; name: string };
 
-/** Each other server that is set up as a replica: what it received and applied, and whether its I/O thread is connected. */
+/**
+ * Each other server that is set up as a replica: what it received and applied, and whether its I/O
+ * thread is connected. A server whose pod is being deleted (evicted from a lost node, it stays
+ * Terminating) counts as unreachable, not absent: it may be the replica that acknowledged the last
+ * commits, and leaving it out would call a promotion safe once its pod was evicted.
+ */
 async function observeReplicas(f: FailoverInput): Promise<ReplicaView[]> {
   const name = f.cluster.metadata.name ?? "";
   const out: ReplicaView[] = [];
-  for (const [ordinal, pod] of [...f.pods].sort(([a], [b]) => a - b)) {
+  const terminating = clusterPods(f.d, f.cluster, "terminating");
+  for (const ordinal of [...new Set([...f.pods.keys(), ...terminating.keys()])].sort((a, b) => a - b)) {
     if (ordinal === f.primaryOrdinal) continue;
     const pName = podName(name, ordinal);
+    const pod = f.pods.get(ordinal);
+    if (!pod) {
+      out.push({ kind: "unreachable", name: `${pName} (its pod is being deleted)` });
+      continue;
+    }
     try {
       const conn = await connectMember(f.d.connector, f.cluster, ordinal, pod.metadata.uid ?? "");
       const replica = await readReplica(conn);

@@ -27,14 +27,18 @@ export interface Observed {
   status: MemberStatus;
 }
 
-/** The cluster's pods by ordinal (from the cache, which watches this namespace's pods). */
-export function clusterPods(d: Pick<ClusterReconcilerDeps, "cache">, cluster: MySQLCluster): Map<number, Pod> {
+/**
+ * The cluster's pods by ordinal (from the cache, which watches this namespace's pods): the live ones,
+ * or (`which` "terminating") those being deleted — a lost node's evicted pods stay so.
+ */
+export function clusterPods(d: Pick<ClusterReconcilerDeps, "cache">, cluster: MySQLCluster, which: "live" | "terminating" = "live"): Map<number, Pod> {
   const name = cluster.metadata.name ?? "";
   const selector = selectorLabels(name);
   const out = new Map<number, Pod>();
   for (const pod of d.cache.list<Pod>(builtin.pod, { namespace: cluster.metadata.namespace })) {
     const labels = pod.metadata.labels ?? {};
-    if (!Object.entries(selector).every(([k, v]) => labels[k] === v) || pod.metadata.deletionTimestamp) continue;
+    if (!Object.entries(selector).every(([k, v]) => labels[k] === v)) continue;
+    if ((pod.metadata.deletionTimestamp !== undefined) !== (which === "terminating")) continue;
     const ordinal = ordinalOf(name, pod.metadata.name ?? "");
     if (ordinal !== undefined) out.set(ordinal, pod);
   }
