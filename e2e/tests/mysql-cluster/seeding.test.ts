@@ -4,11 +4,14 @@
 //   in sort order) is copied: views come after every database and routine;
 //   a long write statement on the primary puts the seed off — the primary's writers
 //   are never held up behind the snapshot's read lock — with a BackingOff
-//   condition and an Event; once the statement ends, the seed completes.
+//   condition and an Event; once the statement ends, the seed completes;
+//   a rollout started while a seed copies waits for it before restarting
+//   that replica.
 import type mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { eventsAbout } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -144,4 +147,29 @@ describe("seeding a replica", () => {
     expect(await count(`${name}-2`)).toBe(await count(`${name}-0`));
     expect(await count(`${name}-2`)).toBeGreaterThanOrEqual(written);
   }, 400_000);
+
+  it("is not cut short by a rollout: the seeding replica is restarted only once its copy is done", async () => {
+    // Enough rows that the copy runs for seconds.
+    await onPod(`${name}-0`, "CREATE DATABASE bulk", "CREATE TABLE bulk.t (id INT PRIMARY KEY, v VARCHAR(200))", "INSERT INTO bulk.t SELECT seq, REPEAT(MD5(seq), 6) FROM bulk.seq_1_to_600000");
+    await purgeBinaryLogs();
+    const since = new Date().toISOString();
+    await client.patch(MYC, ns, name, { spec: { replicas: 4 } });
+    await waitFor(`${name}-3 being seeded`, async () => {
+      const c = await client.get<MySQLCluster>(MYC, ns, name);
+      const seeding = findCondition(c.status?.conditions, "Seeding");
+      return seeding?.reason === "Copying" && seeding.message?.includes(`${name}-3`) ? true : undefined;
+    }, 120_000, 100);
+    // A change that rolls every server, while the copy runs: the new replica runs the old template and is not Ready.
+    await client.patch(MYC, ns, name, { spec: { image: "mariadb:11.4.9" } });
+    const c = await running(4, 400_000);
+    expect(c.status?.currentImage).toBe("mariadb:11.4.9");
+    const all = (await eventsAbout(client, ns, { name })).filter((e) => (e.eventTime ?? "") >= since);
+    const seeded = all.findIndex((e) => e.reason === "ReplicaSeeded" && (e.note ?? "").startsWith(`Seeded ${name}-3:`));
+    const restartedFirst = all.findIndex((e) => e.reason === "PodRestarted" && (e.note ?? "").startsWith(`Restarting ${name}-3 `));
+    expect(seeded, "the seed of the new replica completed").toBeGreaterThanOrEqual(0);
+    expect(restartedFirst, `${name}-3 restarted for the rollout, after its seed`).toBeGreaterThan(seeded);
+    expect(all.filter((e) => e.reason === "SeedFailed").map((e) => e.note)).toEqual([]);
+    const count = async (pod: string) => Number((await onPod(pod, "SELECT COUNT(*) AS n FROM bulk.t"))[0]?.n);
+    expect(await count(`${name}-3`)).toBe(600_000);
+  }, 600_000);
 });

@@ -233,7 +233,7 @@ export class ClusterReconciler implements Reconciler {
 
     // 7. One step of a rolling update — or, first of all, the switchover a scale-in needs.
     // (Right after the StatefulSet changed, the cache still has the old one: its revisions say nothing yet.)
-    const step: RolloutContext = { d: this.d, decisions: this.decisions, cluster, members, desired, replicationPassword, primaryAnswers: primary !== undefined, ctx };
+    const step: RolloutContext = { d: this.d, decisions: this.decisions, cluster, members, desired, replicationPassword, primaryAnswers: primary !== undefined, seeding: seeds.flatMap((s) => (s.kind === "running" ? [s.pod] : [])), ctx };
     const rollout = primaryLeaving ? await moveOffLeavingPrimary(step, primaryOrdinal) : await rolloutStep(step, stsChanged ? undefined : liveSts);
     if (rollout.fields.currentPrimary !== undefined && rollout.fields.currentPrimary !== cluster.status?.currentPrimary) {
       // Switched over: the status was written already; everything is looked at again from the new primary.

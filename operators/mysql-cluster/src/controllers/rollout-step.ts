@@ -42,6 +42,8 @@ export interface RolloutContext {
   replicationPassword: string;
   /** The primary on record answered this reconcile: no pod is restarted for a rollout while it does not. */
   primaryAnswers: boolean;
+  /** Replicas whose seed runs: not restarted for a rollout until it ended. */
+  seeding: string[];
   ctx: ReconcileContext;
 }
 
@@ -79,6 +81,7 @@ export async function rolloutStep(r: RolloutContext, sts: StatefulSetObject | un
     inProgress: cluster.status?.rollout,
     paused: strategy.paused ?? DEFAULT_PAUSED,
     primaryAnswers: r.primaryAnswers,
+    seeding: r.seeding,
     healthGateSeconds: strategy.healthGateSeconds ?? DEFAULT_HEALTH_GATE_SECONDS,
     now: d.clock.now(),
   });

@@ -47,6 +47,14 @@ describe("the rollout plan", () => {
     expect(plan(restarted, { primaryAnswers: false, inProgress: { pod: "db-2", startedAt: "2026-11-30T11:50:00Z" } })).toMatchObject({ kind: "blocked", reason: "HealthGateFailed" });
   });
 
+  it("does not restart a replica whose seed runs: it waits for the copy", () => {
+    const members = [m(0, "primary", false), m(1, "replica", false), m(2, "replica", false, false)];
+    expect(plan(members)).toMatchObject({ kind: "restart", pod: "db-2" });
+    const decision = plan(members, { seeding: ["db-2"] });
+    expect(decision).toMatchObject({ kind: "wait" });
+    expect(decision.kind === "wait" && decision.message).toBe("waiting for db-2 (being seeded) to be Ready before the next step");
+  });
+
   it("switches over on request, to the requested replica", () => {
     const members = [m(0, "primary", true), m(1, "replica", true, true, 30n), m(2, "replica", true, true, 10n)];
     expect(plan(members, { requestedPrimary: 2 })).toMatchObject({ kind: "switchover", to: { name: "db-2" } });

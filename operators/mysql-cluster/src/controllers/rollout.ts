@@ -45,6 +45,8 @@ export interface RolloutInput {
   paused: boolean;
   /** The primary on record answers the operator. */
   primaryAnswers: boolean;
+  /** Replicas whose seed (a copy of the primary's data) is running. */
+  seeding?: readonly string[];
   healthGateSeconds: number;
   now: Date;
 }
@@ -87,11 +89,17 @@ export function planRollout(input: RolloutInput): RolloutDecision {
   if (members.length !== input.desired) return { kind: "wait", message: `waiting for the cluster to have ${input.desired} servers before rolling` };
   if (!input.primaryAnswers) return { kind: "wait", message: `waiting for the primary${primary ? ` ${primary.name}` : ""} to answer: no server is restarted while it does not (a failover may need every replica)` };
 
-  // A broken outdated pod first: the new template is its fix. Otherwise everyone else must be Ready.
-  const broken = outdated.filter((m) => !m.ready && m.role === "replica").sort((a, b) => b.ordinal - a.ordinal)[0];
+  // A broken outdated pod first: the new template is its fix. Not one being seeded: it is not Ready
+  // because its copy runs, and a restart would leave a partial copy on its volume. Otherwise
+  // everyone else must be Ready.
+  const seeding = new Set(input.seeding ?? []);
+  const broken = outdated.filter((m) => !m.ready && m.role === "replica" && !seeding.has(m.name)).sort((a, b) => b.ordinal - a.ordinal)[0];
   if (broken) return { kind: "restart", pod: broken.name, ordinal: broken.ordinal, role: broken.role };
   const notReady = members.filter((m) => !m.ready);
-  if (notReady.length > 0) return { kind: "wait", message: `waiting for ${notReady.map((m) => m.name).join(", ")} to be Ready before the next step` };
+  if (notReady.length > 0) {
+    const named = notReady.map((m) => (seeding.has(m.name) ? `${m.name} (being seeded)` : m.name));
+    return { kind: "wait", message: `waiting for ${named.join(", ")} to be Ready before the next step` };
+  }
 
   const replica = outdated.filter((m) => m.role === "replica").sort((a, b) => b.ordinal - a.ordinal)[0];
   if (replica) return { kind: "restart", pod: replica.name, ordinal: replica.ordinal, role: "replica" };
