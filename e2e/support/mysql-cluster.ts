@@ -16,6 +16,9 @@ export interface ClusterSuite {
   servers: LocalPodServers;
   manager: Manager;
   logs: CapturedLogs;
+  /** Stops the manager (as a manager that is gone, or being upgraded); startManager starts a new one. */
+  stopManager(): Promise<void>;
+  startManager(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -23,22 +26,31 @@ export async function startClusterSuite(client: KubeClient, env: EnvironmentInfo
   const ns = await freshNamespace(client, prefix);
   const servers = new LocalPodServers(client, join(env.dir, prefix), ns).start();
   const logs = captureLogs();
-  const manager = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000 }).load(
-    createMySQLClusterOperator({ addresses: servers }),
-    ...others,
-  );
-  await manager.start();
-  return {
+  const newManager = () =>
+    new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000 }).load(
+      createMySQLClusterOperator({ addresses: servers }),
+      ...others,
+    );
+  const suite: ClusterSuite = {
     ns,
     servers,
-    manager,
+    manager: newManager(),
     logs,
+    async stopManager() {
+      await suite.manager.stop();
+    },
+    async startManager() {
+      suite.manager = newManager();
+      await suite.manager.start();
+    },
     async stop() {
-      await manager.stop();
+      await suite.manager.stop();
       await servers.stop();
       await deleteNamespace(client, ns);
     },
   };
+  await suite.manager.start();
+  return suite;
 }
 
 /** A MySQLCluster to create: `spec` over the fields every suite gives. */

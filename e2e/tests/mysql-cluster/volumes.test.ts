@@ -2,7 +2,9 @@
 // place, the StatefulSet comes back with the new claim template, no server
 // restarts, and the StorageResized condition follows what the storage driver
 // reports. Where the StorageClass does not allow expansion, the user is told
-// why and the cluster keeps running as it was.
+// why and the cluster keeps running as it was. Replicas lowered below the
+// primary's ordinal while the StatefulSet is being replaced still switch over
+// first.
 import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
@@ -11,7 +13,7 @@ import { eventsAbout } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import { createExpandableStorageClass, deleteStorageClass, finishExpansion } from "../../support/storage.ts";
 import { waitFor } from "../../support/wait.ts";
-import { clusterManifest, clusterRunning, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
+import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -148,4 +150,39 @@ describe("storage.size raised where the StorageClass does not allow expansion", 
     expect(await podUids(name)).toEqual(podsBefore);
     await client.delete(MYC, ns, name);
   }, 240_000);
+});
+
+describe("replicas lowered below the primary's ordinal while the StatefulSet is being replaced", () => {
+  const name = "leave";
+  const hold = "stateward.io/test-hold";
+
+  it("moves the primary to a staying server before its pod goes, instead of letting the recreated StatefulSet delete it", async () => {
+    await client.create(MYC, cluster(name, 3, { size: "1Gi", storageClassName: storageClass }));
+    await running(name, 3);
+    await client.patch(MYC, ns, name, { spec: { primary: 2 } });
+    await clusterRunning(client, suite, name, 3, { check: (c) => c.status?.currentPrimary === `${name}-2` });
+    const password = await rootPassword(client, ns, name);
+    await onPod(suite.servers, `${name}-2`, password, "CREATE DATABASE kept", "CREATE TABLE kept.t (id INT PRIMARY KEY)", "INSERT INTO kept.t VALUES (1)");
+
+    // The volumes grow: the StatefulSet is deleted (its pods orphaned) to come back with the new
+    // claim template. A finalizer of the test holds it there while the manager is stopped.
+    await client.patch(builtin.statefulSet, ns, name, { metadata: { finalizers: [hold] } });
+    await client.patch(MYC, ns, name, { spec: { storage: { size: "2Gi" } } });
+    await waitFor("the StatefulSet deleted to be replaced", async () => ((await client.get(builtin.statefulSet, ns, name)).metadata.deletionTimestamp ? true : undefined), 60_000, 250);
+    await suite.stopManager();
+    // Meanwhile the edit that removes the primary's ordinal; then the StatefulSet goes.
+    await client.patch(MYC, ns, name, { spec: { replicas: 2, primary: null } });
+    await client.patch(builtin.statefulSet, ns, name, { metadata: { finalizers: null } });
+    await waitFor("the StatefulSet gone", async () => (await client.get(builtin.statefulSet, ns, name).then(() => undefined, () => true)), 60_000, 250);
+    const since = new Date().toISOString();
+    await suite.startManager();
+
+    const c = await running(name, 2);
+    const next = c.status?.currentPrimary ?? "";
+    const seen = (await events(name)).filter((e) => (e.eventTime ?? "") >= since);
+    expect(seen.filter((e) => e.reason === "FailedOver" || e.reason === "FailoverNeeded").map((e) => e.note)).toEqual([]);
+    expect(seen.some((e) => e.reason === "SwitchedOver" && (e.note ?? "").startsWith(`${next} is the primary (was ${name}-2)`))).toBe(true);
+    expect(await onPod(suite.servers, next, password, "SELECT id FROM kept.t")).toEqual([{ id: 1 }]);
+    await client.delete(MYC, ns, name);
+  }, 300_000);
 });

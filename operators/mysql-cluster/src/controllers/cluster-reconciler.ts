@@ -140,7 +140,10 @@ export class ClusterReconciler implements Reconciler {
     // Pods and the primary: the one on record; without one, chosen from the servers' histories
     // (primary.ts) — never assumed to be ordinal 0.
     const pods = clusterPods(this.d, cluster);
-    const current = liveSts?.spec?.replicas ?? 0;
+    // The servers there are: the StatefulSet's replicas, and never fewer than its pods say — while
+    // it is being replaced (volumes.ts) it is gone, and a StatefulSet recreated with a smaller
+    // count would delete the pods beyond it, the primary's too, without a switchover.
+    const current = Math.max(liveSts?.spec?.replicas ?? 0, ...[...pods.keys()].map((ordinal) => ordinal + 1));
     const primaryOrdinal = ordinalOf(name, cluster.status?.currentPrimary ?? "");
     let unknownPrimary: Extract<Selection, { kind: "unknown" }> | undefined;
     if (primaryOrdinal === undefined) {
