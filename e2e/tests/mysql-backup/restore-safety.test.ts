@@ -336,11 +336,10 @@ describe("restore safety", () => {
 
       const r = restore("view-fails");
       r.spec.source = { backupRef: { name: "with-view" } };
-      await client.create(RS, r);
+      const token = createHash("sha256").update((await client.create(RS, r)).metadata.uid!).digest("hex").slice(0, 12);
+      holding = `stw_replaced_${token}`;
       const failed = await finished<MySQLRestore>(RS, "view-fails");
       expect(failed.status?.phase).toBe("Failed");
-      const token = createHash("sha256").update(failed.metadata.uid!).digest("hex").slice(0, 12);
-      holding = `stw_replaced_${token}`;
       const ready = findCondition(failed.status?.conditions, "Ready");
       expect(ready?.status).toBe("False");
       expect(ready?.message).toContain(`Table '${other}.rates' doesn't exist`);

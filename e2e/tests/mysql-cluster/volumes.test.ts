@@ -167,15 +167,23 @@ describe("replicas lowered below the primary's ordinal while the StatefulSet is 
     // The volumes grow: the StatefulSet is deleted (its pods orphaned) to come back with the new
     // claim template. A finalizer of the test holds it there while the manager is stopped.
     await client.patch(builtin.statefulSet, ns, name, { metadata: { finalizers: [hold] } });
-    await client.patch(MYC, ns, name, { spec: { storage: { size: "2Gi" } } });
-    await waitFor("the StatefulSet deleted to be replaced", async () => ((await client.get(builtin.statefulSet, ns, name)).metadata.deletionTimestamp ? true : undefined), 60_000, 250);
-    await suite.stopManager();
-    // Meanwhile the edit that removes the primary's ordinal; then the StatefulSet goes.
-    await client.patch(MYC, ns, name, { spec: { replicas: 2, primary: null } });
-    await client.patch(builtin.statefulSet, ns, name, { metadata: { finalizers: null } });
-    await waitFor("the StatefulSet gone", async () => (await client.get(builtin.statefulSet, ns, name).then(() => undefined, () => true)), 60_000, 250);
-    const since = new Date().toISOString();
-    await suite.startManager();
+    let since = "";
+    try {
+      await client.patch(MYC, ns, name, { spec: { storage: { size: "2Gi" } } });
+      // Deleted, and its pods orphaned by the garbage collector (its own finalizer gone): only the test's holds it.
+      await waitFor("the StatefulSet deleted to be replaced, its pods orphaned", async () => {
+        const sts = await client.get(builtin.statefulSet, ns, name);
+        return sts.metadata.deletionTimestamp && (sts.metadata.finalizers ?? []).join() === hold ? true : undefined;
+      }, 60_000, 250);
+      await suite.stopManager();
+      // Meanwhile the edit that removes the primary's ordinal; then the StatefulSet goes.
+      await client.patch(MYC, ns, name, { spec: { replicas: 2, primary: null } });
+    } finally {
+      await client.patch(builtin.statefulSet, ns, name, { metadata: { finalizers: null } }).catch(() => undefined);
+      await waitFor("the StatefulSet gone", async () => (await client.get(builtin.statefulSet, ns, name).then(() => undefined, () => true)), 60_000, 250);
+      since = new Date().toISOString();
+      await suite.startManager();
+    }
 
     const c = await running(name, 2);
     const next = c.status?.currentPrimary ?? "";

@@ -72,13 +72,14 @@ export async function discard(store: BackupStore, uploads: Uploads, running: Pro
     return;
   }
   try {
-    // Anything uploaded means the folder was claimed (claimFolder): a manifest in it is this run's.
-    // Deleted before the objects, so that the folder never looks complete with objects missing.
-    await store.bucket.deleteKeys([store.key(manifestFileName)]);
     await uploads.abortAll(reason);
     // With connections dropped and uploads aborted, the parallel work fails
     // fast; waiting for it means no upload can start after the cleanup.
     await settledWithin(Promise.allSettled(running), 10_000);
+    // Anything uploaded means the folder was claimed (claimFolder): a manifest in it is this run's.
+    // Deleted before the objects, so that the folder never looks complete with objects missing
+    // (and after the local aborts above, which must happen even when S3 does not answer).
+    await store.bucket.deleteKeys([store.key(manifestFileName)]);
     await store.bucket.deleteKeys(uploads.keys());
     await store.bucket.abortIncompleteUploads(store.folder, (key) => store.owns(key));
   } catch (err) {

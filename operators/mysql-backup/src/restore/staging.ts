@@ -51,9 +51,9 @@ export function stagingDatabaseName(runId: string, index: number): string {
   return `${stagingPrefix}${runToken(runId)}_${index + 1}`;
 }
 
-/** `name`, cut to MySQL's 64-character limit for identifiers. */
+/** `name`, cut to MySQL's 64-character limit for identifiers (and not ending in a space, which MySQL refuses). */
 function identifierOf(name: string): string {
-  return name.slice(0, 64);
+  return name.slice(0, 64).trimEnd();
 }
 
 /** The name the `index`-th (0-based) replaced table, `table`, gets in its own database when it has triggers. */

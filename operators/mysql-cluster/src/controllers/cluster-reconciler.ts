@@ -140,10 +140,11 @@ export class ClusterReconciler implements Reconciler {
     // Pods and the primary: the one on record; without one, chosen from the servers' histories
     // (primary.ts) — never assumed to be ordinal 0.
     const pods = clusterPods(this.d, cluster);
-    // The servers there are: the StatefulSet's replicas, and never fewer than its pods say — while
-    // it is being replaced (volumes.ts) it is gone, and a StatefulSet recreated with a smaller
-    // count would delete the pods beyond it, the primary's too, without a switchover.
-    const current = Math.max(liveSts?.spec?.replicas ?? 0, ...[...pods.keys()].map((ordinal) => ordinal + 1));
+    // The servers there are: the StatefulSet's replicas; while it is being replaced (volumes.ts) it
+    // is gone, and then the pods say — a StatefulSet recreated with a smaller count would delete the
+    // pods beyond it, the primary's too, without a switchover. (Not the pods while it stands: after
+    // a scale-in its leaving pods go one by one, and each would be retired again meanwhile.)
+    const current = liveSts ? (liveSts.spec?.replicas ?? 0) : Math.max(0, ...[...pods.keys()].map((ordinal) => ordinal + 1));
     const primaryOrdinal = ordinalOf(name, cluster.status?.currentPrimary ?? "");
     let unknownPrimary: Extract<Selection, { kind: "unknown" }> | undefined;
     if (primaryOrdinal === undefined) {
