@@ -17,8 +17,9 @@
 // received), and that is exactly what the writer lost. A blip shorter than
 // detectionSeconds fails nothing over; with the Manual policy nothing is
 // promoted until spec.primary names a replica. A rollout stopped at its
-// health gate does not hold a failover back, and a rollout restarts no
-// replica while the primary does not answer.
+// health gate does not hold a failover back, nor does one whose last
+// restarted replica was promoted since, and a rollout restarts no replica
+// while the primary does not answer.
 import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
@@ -324,6 +325,39 @@ describe("a rollout while the primary does not answer", () => {
     await newPrimary(client, ns, name, old);
     await waitFor("the rollout restarting pods again", async () => ((await events(name, since)).some((e) => e.reason === "PodRestarted") ? true : undefined), 60_000, 300);
     expect([...(await storedIds(servers, target, password, "app.t"))]).toEqual([1]);
+  }, 300_000);
+});
+
+describe("a replica the rollout restarted, the primary by now", () => {
+  it("is failed over when it is lost: its restart for the rollout is long over", async () => {
+    const name = "rprom";
+    const pods = ["rprom-0", "rprom-1", "rprom-2"];
+    // Manual: each promotion is the test's choice, and a loss the operator sees is said in FailoverNeeded.
+    const { old, password } = await runningWithOneRow(name, { failover: { policy: "Manual", detectionSeconds: DETECTION_SECONDS } });
+    await client.patch(MYC, ns, name, { spec: { image: "mariadb:11.4.9" } });
+    const restarted = await waitFor("the rollout's first restart", async () => (await get(name)).status?.rollout?.pod, 60_000, 100);
+    // Stopped after that step (a paused rollout: the same as a backup gate waiting, or an operator
+    // that is gone), and the primary lost: the restarted replica is promoted in its place.
+    await client.patch(MYC, ns, name, { spec: { updateStrategy: { paused: true } } });
+    await loseNode(servers, old);
+    await failoverNeeded(name, 60_000);
+    await client.patch(MYC, ns, name, { spec: { primary: Number(restarted.slice(-1)) } });
+    await promotedWithTheRow(name, restarted, password);
+    await nodeBack(servers, old);
+    expect((await rejoinedOrKeptOut(client, ns, name, old)).errant).toBeUndefined();
+    // Its step is over once it is back Ready on the new template, whatever it is now.
+    await waitFor("the rollout's step over", async () => ((await get(name)).status?.rollout === undefined ? true : undefined), 30_000, 300);
+
+    // The new primary lost: a loss like any other, not "the rollout restarts it".
+    await loseNode(servers, restarted);
+    const needed = await waitFor(`FailoverNeeded about ${restarted}`, async () => {
+      const cond = findCondition((await get(name)).status?.conditions, "FailoverNeeded");
+      return cond?.status === "True" && cond.message?.startsWith(`${restarted} has not answered`) ? cond : undefined;
+    }, 60_000, 300);
+    expect(needed.message).toMatch(/failover\.policy is Manual: set spec\.primary/);
+    const survivor = pods.find((p) => p !== old && p !== restarted) ?? "";
+    await client.patch(MYC, ns, name, { spec: { primary: Number(survivor.slice(-1)) } });
+    await promotedWithTheRow(name, survivor, password);
   }, 300_000);
 });
 

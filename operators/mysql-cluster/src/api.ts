@@ -296,8 +296,14 @@ export const MySQLClusterKind = defineKind({
           {
             pod: string("The pod restarted last, which must come back Ready before the next step."),
             startedAt: string("When it was restarted (the health gate counts from here).", { format: "date-time" }),
+            role: optional(
+              stringEnum(
+                ["primary", "replica"],
+                "What the pod was when it was restarted. Only a primary restarted in place (a single server) holds failover back while it restarts; a replica restarted for the rollout may be the primary later (a switchover or a failover to it), and its loss then is failed over.",
+              ),
+            ),
           },
-          "The rollout step in progress, if any.",
+          "The rollout step in progress, if any: set when the rollout restarts a pod, cleared once that pod is back Ready on the new template.",
         ),
       ),
       lastFailover: optional(

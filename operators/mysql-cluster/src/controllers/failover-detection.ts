@@ -7,10 +7,15 @@
 //   container is not running, its node is not Ready, or no replica's I/O
 //   thread is connected to it;
 //   never while the rollout's step is the primary's own restart
-//   (status.rollout names it: a single server restarted in place), which
-//   the rollout's health gate watches. A rollout restarting a replica, or
-//   stopped at its health gate, does not hold a failover back: the primary
-//   it lost is not one the rollout took down.
+//   (status.rollout names it with role primary: a single server restarted
+//   in place), which the rollout's health gate watches. A rollout
+//   restarting a replica, or stopped at its health gate, does not hold a
+//   failover back: the primary it lost is not one the rollout took down —
+//   not even when the replica it restarted last is the primary by now (a
+//   switchover or a failover to it): that pod's restart is long over.
+//   A status written before the role was recorded counts as a replica's
+//   restart: only a single server is restarted in place, and a single
+//   server has no replica to fail over to anyway.
 //
 // Pure: controllers/failover.ts observes and acts.
 //
@@ -63,8 +68,8 @@ export interface DetectionInput {
   detectionSeconds: number;
   /** The second signals observed, in words ("its pod is not Ready"). */
   signals: string[];
-  /** The rollout step in progress (status.rollout), if any: the pod it restarted last. */
-  rollout: { pod: string } | undefined;
+  /** The rollout step in progress (status.rollout), if any: the pod it restarted last, and what it was then. */
+  rollout: { pod: string; role?: "primary" | "replica" } | undefined;
   primary: string;
   /** Why the primary does not answer (its member's message). */
   error: string;
@@ -79,7 +84,7 @@ export type Detection =
 export function detectPrimaryLoss(input: DetectionInput): Detection {
   const { unreachableSince, primary } = input;
   if (!unreachableSince) return { kind: "healthy" };
-  if (input.rollout?.pod === primary) return { kind: "suspect", message: `${primary} does not answer (${input.error}) while the rollout restarts it: not failed over, the rollout's health gate watches it` };
+  if (input.rollout?.pod === primary && input.rollout.role === "primary") return { kind: "suspect", message: `${primary} does not answer (${input.error}) while the rollout restarts it: not failed over, the rollout's health gate watches it` };
   const seconds = Math.floor((input.now.getTime() - unreachableSince.getTime()) / 1000);
   if (seconds < input.detectionSeconds) return { kind: "suspect", message: `${primary} has not answered for ${seconds} s (${input.error}); lost after ${input.detectionSeconds} s with a second signal` };
   if (input.signals.length === 0) {

@@ -72,13 +72,17 @@ export async function rolloutStep(r: RolloutContext, sts: StatefulSetObject | un
     progress: m.status.gtidExecuted ? gtidCount(flavor, m.status.gtidExecuted) : 0n,
   }));
   const updated = view.filter((m) => m.updated).length;
-  const fields: Partial<MySQLClusterStatus> = { targetImage: image, updatedReplicas: updated, updated: `${updated}/${desired}` };
+  // A step whose pod is back Ready on the new template is over: its health gate passed, and what
+  // befalls that pod later (it may be the primary by then) is not the rollout's restart.
+  const step = cluster.status?.rollout;
+  const stepOver = step !== undefined && view.some((m) => m.name === step.pod && m.ready && m.updated);
+  const fields: Partial<MySQLClusterStatus> = { targetImage: image, updatedReplicas: updated, updated: `${updated}/${desired}`, ...(stepOver ? { rollout: undefined } : {}) };
   const strategy = cluster.spec.updateStrategy ?? {};
   const decision = planRollout({
     members: view,
     desired,
     requestedPrimary: cluster.spec.primary,
-    inProgress: cluster.status?.rollout,
+    inProgress: stepOver ? undefined : step,
     paused: strategy.paused ?? DEFAULT_PAUSED,
     primaryAnswers: r.primaryAnswers,
     seeding: r.seeding,
@@ -117,7 +121,7 @@ export async function rolloutStep(r: RolloutContext, sts: StatefulSetObject | un
     case "restart": {
       ctx.log.info("restarting a pod for the rollout", { pod: decision.pod, role: decision.role, revision });
       // On record before the pod goes: the health gate counts from here, whatever happens next.
-      const inProgress = { pod: decision.pod, startedAt: kubeTime(d.clock.now()) };
+      const inProgress = { pod: decision.pod, startedAt: kubeTime(d.clock.now()), role: decision.role };
       await r.decisions.record(d, cluster, { rollout: inProgress }, (s) => s.rollout?.startedAt === inProgress.startedAt);
       await d.events.record(cluster, "Normal", "PodRestarted", `Restarting ${decision.pod} (${decision.role}) to apply revision ${revision}; ${updated}/${desired} updated`);
       await d.client.delete(builtin.pod, ns, decision.pod).catch(ignoreNotFound);

@@ -33,6 +33,8 @@ export interface InProgress {
   pod: string;
   /** When it was deleted (ISO time). */
   startedAt: string;
+  /** What it was when it was deleted; absent in a status written before the role was recorded. */
+  role?: "primary" | "replica";
 }
 
 export interface RolloutInput {
