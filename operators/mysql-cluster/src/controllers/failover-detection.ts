@@ -13,9 +13,9 @@
 //   failover back: the primary it lost is not one the rollout took down —
 //   not even when the replica it restarted last is the primary by now (a
 //   switchover or a failover to it): that pod's restart is long over.
-//   A status written before the role was recorded counts as a replica's
-//   restart: only a single server is restarted in place, and a single
-//   server has no replica to fail over to anyway.
+//   (A status written before the role was recorded: failover.ts takes the
+//   role from the cluster's size — only a single server is restarted in
+//   place.)
 //
 // Pure: controllers/failover.ts observes and acts.
 //

@@ -19,7 +19,7 @@
 // the member in status.currentPrimary is made writable.
 import { builtin, findCondition, isForbidden, isNotFound, kubeTime, messageOf, resourceType, type Clock, type ConditionUpdate, type KubeObject, type ReconcileContext } from "@stateward/core";
 import type { Flavor } from "@stateward/mysql";
-import { DEFAULT_ALLOW_DATA_LOSS, DEFAULT_DETECTION_SECONDS, DEFAULT_FAILOVER_POLICY, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
+import { DEFAULT_ALLOW_DATA_LOSS, DEFAULT_DETECTION_SECONDS, DEFAULT_FAILOVER_POLICY, DEFAULT_REPLICAS, type MySQLCluster, type MySQLClusterStatus } from "../api.ts";
 import { chooseCandidate, promotionSafety, receivedOf, type ReplicaProgress } from "../replication/candidate.ts";
 import { appliedUpTo, boundedWait } from "../replication/catch-up.ts";
 import { connectMember } from "../replication/members.ts";
@@ -147,7 +147,7 @@ export class FailoverWatch {
         await this.readNode(f, pods.get(primaryOrdinal)?.spec?.nodeName),
         replicas.flatMap((r) => (r.kind === "reachable" ? [r.ioRunning] : [])),
       ),
-      rollout: cluster.status?.rollout,
+      rollout: rolloutInProgress(cluster),
       primary: primaryName,
       error: f.primaryError,
     });
@@ -262,3 +262,12 @@ async function observeReplicas(f: FailoverInput): Promise<ReplicaView[]> {
   return out;
 }
 
+/**
+ * The rollout step in progress, with the role of the pod it restarted. A step recorded before
+ * the role was: only a single server is restarted in place, so a one-server cluster's was the primary's.
+ */
+function rolloutInProgress(cluster: MySQLCluster): { pod: string; role: "primary" | "replica" } | undefined {
+  const step = cluster.status?.rollout;
+  if (!step) return undefined;
+  return { pod: step.pod, role: step.role ?? ((cluster.spec.replicas ?? DEFAULT_REPLICAS) === 1 ? "primary" : "replica") };
+}

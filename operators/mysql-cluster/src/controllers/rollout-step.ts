@@ -74,8 +74,10 @@ export async function rolloutStep(r: RolloutContext, sts: StatefulSetObject | un
   const updated = view.filter((m) => m.updated).length;
   // A step whose pod is back Ready on the new template is over: its health gate passed, and what
   // befalls that pod later (it may be the primary by then) is not the rollout's restart.
+  // The pod must be the one made after the restart: a stale cache may still show the deleted one, which
+  // matches the update revision when the change was reverted meanwhile.
   const step = cluster.status?.rollout;
-  const stepOver = step !== undefined && view.some((m) => m.name === step.pod && m.ready && m.updated);
+  const stepOver = step !== undefined && members.some((m) => m.status.name === step.pod && m.status.ready && m.pod.metadata.labels?.[REVISION_LABEL] === revision && recreatedSince(m.pod, step.startedAt));
   const fields: Partial<MySQLClusterStatus> = { targetImage: image, updatedReplicas: updated, updated: `${updated}/${desired}`, ...(stepOver ? { rollout: undefined } : {}) };
   const strategy = cluster.spec.updateStrategy ?? {};
   const decision = planRollout({
@@ -183,4 +185,10 @@ async function switchTo(r: RolloutContext, from: { ordinal: number; name: string
     await d.events.record(cluster, "Warning", "SwitchoverFailed", `Switching over from ${from.name} to ${to.name} failed: ${err.message}`);
     return { fields, condition: { type: "Upgrading", status: "False", reason: "SwitchoverFailed", message: `switching over to ${to.name} failed: ${err.message}; tried again in 30 s` }, rolling: false, requeueAfter: STEADY_REQUEUE_MS };
   }
+}
+
+/** Whether `pod` was created at or after `since` (both second-precise API times). */
+function recreatedSince(pod: Observed["pod"], since: string): boolean {
+  const created = pod.metadata.creationTimestamp;
+  return created !== undefined && new Date(created).getTime() >= new Date(since).getTime();
 }
