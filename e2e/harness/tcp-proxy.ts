@@ -3,8 +3,9 @@
 // (a half-open connection, as a dead NAT or a vanished peer leaves behind),
 // `block()` cuts every connection and refuses new ones, `unblock()` heals,
 // `throttle()` limits the bandwidth of all connections together, and
-// `leaveUnanswered()` lets chosen plain-HTTP requests reach the server but
-// never their answers (a request done whose client saw it fail).
+// `leaveUnanswered()` lets chosen plain-HTTP requests (or plain MySQL
+// queries) reach the server but never their answers (a request done whose
+// client saw it fail).
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
@@ -15,6 +16,7 @@ export class TcpProxy {
   private freezeNew: false | "silent" | "unanswered" = false;
   private bytesPerSecond = 0;
   private unansweredRequests: RegExp | undefined;
+  private cutUnanswered = false;
   /** Requests left unanswered by leaveUnanswered so far. */
   unanswered = 0;
   /** When the shared link is free again (throttled): each chunk waits its turn. */
@@ -67,7 +69,11 @@ export class TcpProxy {
         // A frozen pair swallows data: both ends see a silent, open connection.
         if (pair.frozen) return;
         if (unanswered && from === upstream && clientWrites >= 2) return;
-        if (swallowing && from === upstream) return;
+        if (swallowing && from === upstream) {
+          // The server answered (it did the request): the client only sees its connection drop.
+          if (this.cutUnanswered) close();
+          return;
+        }
         if (!this.bytesPerSecond) {
           to.write(chunk);
           return;
@@ -117,9 +123,15 @@ export class TcpProxy {
    * reaches the server, which does it, but its answer never comes back — nor anything after it
    * on that connection: the client times out on a request that was done. Undefined ends it.
    * (The head is matched within one chunk, as an HTTP client writes it.)
+   *
+   * With `cut`, the connection is closed once the server's answer arrives
+   * (dropped): for a client that would wait for it without end, as a MySQL
+   * client does (its COM_QUERY carries the SQL in clear on an unencrypted
+   * connection, so `request` can match a statement, say /RENAME TABLE/).
    */
-  leaveUnanswered(request: RegExp | undefined): void {
+  leaveUnanswered(request: RegExp | undefined, opts: { cut?: boolean } = {}): void {
     this.unansweredRequests = request;
+    this.cutUnanswered = opts.cut ?? false;
   }
 
   /** Limits all connections together to `bytesPerSecond` in each direction's sum (0 lifts the limit). */

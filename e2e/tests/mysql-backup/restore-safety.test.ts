@@ -15,10 +15,10 @@ import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
-import { BackupError, MySQLBackupKind, MySQLRestoreKind, runRestore, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
+import { BackupError, cleanUpRestore, leftTargetUntouched, MySQLBackupKind, MySQLRestoreKind, runRestore, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startManagerProcess, type ManagerHandle } from "../../bench/manager-handle.ts";
-import { s3Client } from "../../harness/index.ts";
+import { s3Client, TcpProxy } from "../../harness/index.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -162,6 +162,30 @@ afterAll(async () => {
   s3?.destroy();
   if (ns) await deleteNamespace(client, ns);
 });
+
+/**
+ * Database `viewDb` — items (500 rows), audited (100 rows, with a trigger: a table with a trigger is
+ * moved aside in its own database, not to the holding one) and a view joining items with
+ * `other`.rates — backed up by the Completed MySQLBackup `backup`. Dropping `other` makes the
+ * view's CREATE, after a staged restore's swap, fail; locking `other`.rates makes it wait.
+ */
+async function backUpWithView(viewDb: string, other: string, backup: string): Promise<void> {
+  const q = (sql: string) => admin.query(sql);
+  await q(`CREATE DATABASE ${id(other)}`);
+  await q(`CREATE TABLE ${id(other)}.rates (id INT PRIMARY KEY, rate INT) ENGINE=InnoDB`);
+  await q(`CREATE DATABASE ${id(viewDb)}`);
+  await q(`CREATE TABLE ${id(viewDb)}.items (id INT PRIMARY KEY, v VARCHAR(50)) ENGINE=InnoDB`);
+  await q(`INSERT INTO ${id(viewDb)}.items SELECT seq, CONCAT('i-', seq) FROM seq_1_to_500`);
+  await q(`CREATE TABLE ${id(viewDb)}.audited (id INT PRIMARY KEY, v VARCHAR(50)) ENGINE=InnoDB`);
+  await q(`INSERT INTO ${id(viewDb)}.audited SELECT seq, CONCAT('a-', seq) FROM seq_1_to_100`);
+  await q(`CREATE TRIGGER ${id(viewDb)}.audited_bi BEFORE INSERT ON ${id(viewDb)}.audited FOR EACH ROW SET NEW.v = UPPER(NEW.v)`);
+  await q(`CREATE VIEW ${id(viewDb)}.priced AS SELECT i.id, r.rate FROM ${id(viewDb)}.items i JOIN ${id(other)}.rates r ON r.id = i.id`);
+  await client.create(BK, {
+    apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: backup, namespace: ns },
+    spec: { instanceRef: { name: "db" }, storage: storage(), databases: [viewDb] },
+  });
+  expect((await finished<MySQLBackup>(BK, backup)).status?.phase).toBe("Completed");
+}
 
 describe("restore safety", () => {
   it("records the manifest's SHA-256 when a backup completes", async () => {
@@ -315,21 +339,7 @@ describe("restore safety", () => {
     const q = (sql: string) => admin.query(sql);
     let holding: string | undefined;
     try {
-      await q(`CREATE DATABASE ${id(other)}`);
-      await q(`CREATE TABLE ${id(other)}.rates (id INT PRIMARY KEY, rate INT)`);
-      await q(`CREATE DATABASE ${id(viewDb)}`);
-      await q(`CREATE TABLE ${id(viewDb)}.items (id INT PRIMARY KEY, v VARCHAR(50))`);
-      await q(`INSERT INTO ${id(viewDb)}.items SELECT seq, CONCAT('i-', seq) FROM seq_1_to_500`);
-      // A table with a trigger is moved aside in its own database, not to the holding one.
-      await q(`CREATE TABLE ${id(viewDb)}.audited (id INT PRIMARY KEY, v VARCHAR(50))`);
-      await q(`INSERT INTO ${id(viewDb)}.audited SELECT seq, CONCAT('a-', seq) FROM seq_1_to_100`);
-      await q(`CREATE TRIGGER ${id(viewDb)}.audited_bi BEFORE INSERT ON ${id(viewDb)}.audited FOR EACH ROW SET NEW.v = UPPER(NEW.v)`);
-      await q(`CREATE VIEW ${id(viewDb)}.priced AS SELECT i.id, r.rate FROM ${id(viewDb)}.items i JOIN ${id(other)}.rates r ON r.id = i.id`);
-      await client.create(BK, {
-        apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "with-view", namespace: ns },
-        spec: { instanceRef: { name: "db" }, storage: storage(), databases: [viewDb] },
-      });
-      expect((await finished<MySQLBackup>(BK, "with-view")).status?.phase).toBe("Completed");
+      await backUpWithView(viewDb, other, "with-view");
       await q(`UPDATE ${id(viewDb)}.items SET v = 'written since' WHERE id <= 3`);
       await q(`UPDATE ${id(viewDb)}.audited SET v = 'written since' WHERE id = 1`);
       await q(`DROP DATABASE ${id(other)}`);
@@ -363,4 +373,213 @@ describe("restore safety", () => {
       await q(`DROP DATABASE IF EXISTS ${id(other)}`);
     }
   }, 240_000);
+});
+
+// The target's tables a swap replaced are kept whenever a restore stops after
+// it, whatever stopped it, and a user is told where they are. Each test writes
+// to the target after the backup, so the kept tables hold the only copy of it.
+describe("the tables a swap replaced", () => {
+  const keptDb = `rsafe_k_${suffix}`;
+  /** A database the view reads: dropped, the view's CREATE (after the swap) fails; locked, it waits. */
+  const other = `rsafe_kx_${suffix}`;
+  const q = (sql: string) => admin.query(sql);
+  const tokenOf = (runId: string) => createHash("sha256").update(runId).digest("hex").slice(0, 12);
+  const backupSource = (backup = "kept") => ({
+    backup: {
+      bucket: env.s3.bucket, prefix: `${prefix}/${ns}/${backup}`, endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true,
+      credentials: { accessKeyId: env.s3.accessKeyId, secretAccessKey: env.s3.secretAccessKey },
+    },
+  });
+
+  beforeAll(async () => {
+    await backUpWithView(keptDb, other, "kept");
+  }, 180_000);
+
+  afterAll(async () => {
+    await q(`DROP DATABASE IF EXISTS ${id(keptDb)}`);
+    await q(`DROP DATABASE IF EXISTS ${id(other)}`);
+  });
+
+  /** What is written to the target after the backup: what only the kept tables hold once a restore swapped. */
+  async function writeSince(): Promise<void> {
+    // A restore stopped after its swap may not have recreated the trigger (post-data): audited must go aside in its own database.
+    await q(`CREATE TRIGGER IF NOT EXISTS ${id(keptDb)}.audited_bi BEFORE INSERT ON ${id(keptDb)}.audited FOR EACH ROW SET NEW.v = UPPER(NEW.v)`);
+    await q(`UPDATE ${id(keptDb)}.items SET v = 'written since' WHERE id <= 3`);
+    await q(`UPDATE ${id(keptDb)}.audited SET v = 'written since' WHERE id = 1`);
+  }
+
+  /** The kept tables of run `runId` hold what was written since the backup; the restored ones are in place. */
+  async function expectKept(runId: string): Promise<void> {
+    const token = tokenOf(runId);
+    const [keptItems] = await admin.query(`SELECT COUNT(*) AS n, SUM(v = 'written since') AS since FROM ${id(`stw_replaced_${token}`)}.\`2_items\``);
+    expect(keptItems).toEqual([{ n: 500, since: "3" }]);
+    const [keptAudited] = await admin.query(`SELECT v FROM ${id(keptDb)}.${id(`stw_replaced_${token}_1_audited`)} WHERE id = 1`);
+    expect(keptAudited).toEqual([{ v: "written since" }]);
+    const [restored] = await admin.query(`SELECT v FROM ${id(keptDb)}.items WHERE id = 1 UNION ALL SELECT v FROM ${id(keptDb)}.audited WHERE id = 1`);
+    expect((restored as { v: string }[]).map((x) => x.v)).toEqual(["i-1", "a-1"]);
+  }
+
+  async function dropKept(runId: string): Promise<void> {
+    const token = tokenOf(runId);
+    await q(`DROP DATABASE IF EXISTS ${id(`stw_replaced_${token}`)}`);
+    await q(`DROP TABLE IF EXISTS ${id(keptDb)}.${id(`stw_replaced_${token}_1_audited`)}`);
+  }
+
+  it("deleting a restore after its swap says in the Deleted Event, once, where the replaced tables were kept", async () => {
+    await writeSince();
+    // The view's CREATE, after the swap, waits for this lock: the restore is held with its tables swapped in.
+    const lock = await mysql.createConnection(root);
+    await lock.query(`LOCK TABLES ${id(other)}.rates WRITE`);
+    let uid: string | undefined;
+    try {
+      try {
+        const r = restore("deleted-after-swap");
+        r.spec.source = { backupRef: { name: "kept" } };
+        uid = (await client.create(RS, r)).metadata.uid!;
+        await waitFor("the restore's CREATE VIEW waiting for the lock", async () => {
+          const [rows] = await admin.query(
+            "SELECT INFO AS info FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND INSTR(INFO, ?) > 0",
+            [other],
+          );
+          return (rows as { info: string }[])[0]?.info;
+        }, 120_000, 100);
+        await client.delete(RS, ns, "deleted-after-swap");
+        await waitGone(client, RS, ns, "deleted-after-swap", 60_000);
+        const holding = `stw_replaced_${tokenOf(uid)}`;
+        const event = await waitFor("the Deleted Event", async () => (await eventsOf("deleted-after-swap")).find((e) => e.reason === "Deleted"));
+        expect(event.note).toMatch(/stopped because the MySQLRestore was deleted/);
+        expect(event.note).toMatch(/swapped in; views, routines, triggers or events of the backup may be missing/);
+        expect(event.note).toContain(`2 tables as they were before the restore were kept: 1 in database \`${holding}\``);
+        expect(event.note).toContain(`\`${keptDb}\`.\`stw_replaced_${tokenOf(uid)}_1_audited\``);
+        // Said once: no other Event of the restore repeats it.
+        const all = (await eventsOf("deleted-after-swap")).map((e) => e.note ?? "").join("\n");
+        expect(all.split("as they were before the restore were kept").length - 1).toBe(1);
+        expect(all).not.toMatch(/left untouched/);
+      } finally {
+        // The stopped restore's connection is gone, but its CREATE VIEW waits on in the server: it must not run after the test.
+        const [waiting] = await admin.query("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND INSTR(INFO, ?) > 0", [other]);
+        for (const { id: thread } of waiting as { id: number }[]) await admin.query("KILL QUERY ?", [thread]).catch(() => undefined);
+        await lock.end();
+      }
+      await expectKept(uid);
+      expect(await stagingDatabasesOf(uid)).toEqual([]);
+    } finally {
+      // Its kept table with the trigger would keep the trigger's name taken for the next test.
+      if (uid) await dropKept(uid);
+    }
+  }, 240_000);
+
+  it("a swap whose answer was lost (the RENAME ran) is told as done: the replaced tables are kept and the message says where", async () => {
+    await writeSince();
+    const proxy = new TcpProxy({ host: root.host, port: root.port });
+    await proxy.start();
+    // The server runs the RENAME; its answer is dropped and the connection cut.
+    proxy.leaveUnanswered(/RENAME TABLE/, { cut: true });
+    const runId = `lost-answer-${suffix}`;
+    try {
+      const err = (await runRestore({ target: { ...root, host: "127.0.0.1", port: proxy.port }, source: backupSource(), mode: "Staged", runId }).catch((e: unknown) => e)) as BackupError;
+      expect(proxy.unanswered).toBe(1);
+      expect(err).toBeInstanceOf(BackupError);
+      expect(leftTargetUntouched(err)).toBe(false);
+      expect(err.message).toMatch(/swapped in; views, routines, triggers or events of the backup may be missing/);
+      expect(err.message).toContain(`2 tables as they were before the restore were kept: 1 in database \`stw_replaced_${tokenOf(runId)}\``);
+      await expectKept(runId);
+      expect(await stagingDatabasesOf(runId)).toEqual([]);
+    } finally {
+      await proxy.stop();
+      await dropKept(runId);
+    }
+  }, 180_000);
+
+  it("a swap whose answer was lost, with a target view in its way, is told as done too", async () => {
+    // The view with a restored table's name is dropped just before the RENAME; with no answer, the
+    // swap's undo cannot make it again — and yet the RENAME ran: the target's table went aside.
+    const wayDb = `rsafe_kw_${suffix}`;
+    await q(`CREATE DATABASE ${id(wayDb)}`);
+    await q(`CREATE TABLE ${id(wayDb)}.kept_t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB`);
+    await q(`CREATE TABLE ${id(wayDb)}.shadow (id INT PRIMARY KEY) ENGINE=InnoDB`);
+    await q(`INSERT INTO ${id(wayDb)}.kept_t VALUES (1, 'backed up')`);
+    await client.create(BK, {
+      apiVersion: MySQLBackupKind.apiVersion, kind: MySQLBackupKind.kind, metadata: { name: "in-the-way", namespace: ns },
+      spec: { instanceRef: { name: "db" }, storage: storage(), databases: [wayDb] },
+    });
+    expect((await finished<MySQLBackup>(BK, "in-the-way")).status?.phase).toBe("Completed");
+    await q(`UPDATE ${id(wayDb)}.kept_t SET v = 'written since'`);
+    await q(`DROP TABLE ${id(wayDb)}.shadow`);
+    await q(`CREATE VIEW ${id(wayDb)}.shadow AS SELECT 1 AS id`);
+    const proxy = new TcpProxy({ host: root.host, port: root.port });
+    await proxy.start();
+    proxy.leaveUnanswered(/RENAME TABLE/, { cut: true });
+    const runId = `lost-in-the-way-${suffix}`;
+    try {
+      const err = (await runRestore({ target: { ...root, host: "127.0.0.1", port: proxy.port }, source: backupSource("in-the-way"), mode: "Staged", runId }).catch((e: unknown) => e)) as BackupError;
+      expect(proxy.unanswered).toBe(1);
+      expect(err).toBeInstanceOf(BackupError);
+      expect(leftTargetUntouched(err)).toBe(false);
+      expect(err.message).not.toMatch(/were not replaced/);
+      expect(err.message).toMatch(/swapped in; views, routines, triggers or events of the backup may be missing/);
+      expect(err.message).toContain(`were kept: 1 in database \`stw_replaced_${tokenOf(runId)}\``);
+      const [kept] = await admin.query(`SELECT v FROM ${id(`stw_replaced_${tokenOf(runId)}`)}.\`1_kept_t\``);
+      expect(kept).toEqual([{ v: "written since" }]);
+    } finally {
+      await proxy.stop();
+      await q(`DROP DATABASE IF EXISTS ${id(`stw_replaced_${tokenOf(runId)}`)}`);
+      await q(`DROP DATABASE IF EXISTS ${id(wayDb)}`);
+    }
+  }, 180_000);
+
+  it("a swap whose answer was lost, and then the server too: the message names the database the replaced tables would be kept in", async () => {
+    await writeSince();
+    const proxy = new TcpProxy({ host: root.host, port: root.port });
+    await proxy.start();
+    proxy.leaveUnanswered(/RENAME TABLE/);
+    const runId = `lost-server-${suffix}`;
+    const holding = `stw_replaced_${tokenOf(runId)}`;
+    try {
+      const restoring = runRestore({ target: { ...root, host: "127.0.0.1", port: proxy.port }, source: backupSource(), mode: "Staged", runId }).catch((e: unknown) => e);
+      // The RENAME ran; its answer hangs. Then the server is out of reach: the cleanup cannot tell what the swap did.
+      await waitFor("the swap done on the server", async () => {
+        const [rows] = await admin.query("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = '2_items'", [holding]);
+        return (rows as unknown[]).length > 0 ? true : undefined;
+      }, 60_000, 100);
+      proxy.block();
+      const err = (await restoring) as BackupError;
+      expect(err).toBeInstanceOf(BackupError);
+      expect(leftTargetUntouched(err)).toBe(false);
+      expect(err.message).toMatch(/staging databases \(stw_restore_\*\) could not be dropped/);
+      expect(err.message).toContain(`If the swap went through, the target's tables from before the restore are kept in database \`${holding}\``);
+      await expectKept(runId);
+    } finally {
+      await proxy.stop();
+      await cleanUpRestore(root, runId);
+      await dropKept(runId);
+    }
+  }, 180_000);
+
+  it("a restore run again with the same run id keeps the tables the first run kept, and refuses to stage over them", async () => {
+    await writeSince();
+    await q(`DROP DATABASE ${id(other)}`);
+    const runId = `rerun-${suffix}`;
+    const holding = `stw_replaced_${tokenOf(runId)}`;
+    try {
+      const first = (await runRestore({ target: root, source: backupSource(), mode: "Staged", runId }).catch((e: unknown) => e)) as BackupError;
+      expect(first.message).toContain(`Table '${other}.rates' doesn't exist`);
+      expect(first.message).toContain(`were kept: 1 in database \`${holding}\``);
+      await expectKept(runId);
+
+      const again = (await runRestore({ target: root, source: backupSource(), mode: "Staged", runId }).catch((e: unknown) => e)) as BackupError;
+      // The first run's kept tables hold what was written since the backup still.
+      await expectKept(runId);
+      expect(again).toBeInstanceOf(BackupError);
+      expect(again.reason).toBe("InvalidOptions");
+      expect(again.message).toMatch(/an earlier run of this restore swapped its tables in/);
+      expect(again.message).toContain(`were kept: 1 in database \`${holding}\``);
+      expect(leftTargetUntouched(again)).toBe(true);
+      expect(await stagingDatabasesOf(runId)).toEqual([]);
+    } finally {
+      await dropKept(runId);
+      await q(`CREATE DATABASE IF NOT EXISTS ${id(other)}`);
+      await q(`CREATE TABLE IF NOT EXISTS ${id(other)}.rates (id INT PRIMARY KEY, rate INT) ENGINE=InnoDB`);
+    }
+  }, 180_000);
 });

@@ -3,7 +3,7 @@
 // and the MySQL package's errors are already stripped of them.
 import { MissingSecretError, MySQLError } from "@stateward/mysql";
 import { isBackupError } from "../errors.ts";
-import { leftTargetUntouched } from "../restore/index.ts";
+import { leftTargetUntouched, targetNoteOf } from "../restore/index.ts";
 import type { FailedRun } from "./operation-reconciler.ts";
 import { messageOf } from "@stateward/core";
 
@@ -31,8 +31,11 @@ export function stopReason(signal: AbortSignal, otherwise: string): string {
 
 /** What a failed restore's status and Event say. */
 export function restoreFailed(err: unknown, signal: AbortSignal, deleted: boolean, mode: "Staged" | "InPlace"): FailedRun {
-  const f = describeFailure(err, signal.aborted ? (deleted ? "the MySQLRestore was deleted" : "the manager is shutting down") : undefined);
-  const message = `Restore failed: ${f.message}. ${targetState(err, mode)}`.trim();
+  const stoppedBecause = signal.aborted ? (deleted ? "the MySQLRestore was deleted" : "the manager is shutting down") : undefined;
+  const f = describeFailure(err, stoppedBecause);
+  // The stop reason replaces the error's message, not what it says of the target (where the replaced tables were kept).
+  const note = stoppedBecause ? targetNoteOf(err) : "";
+  const message = [`Restore failed: ${f.message}.`, note && `${note}.`, targetState(err, mode)].filter(Boolean).join(" ");
   return { reason: deleted ? "Deleted" : f.reason, message, event: message };
 }
 

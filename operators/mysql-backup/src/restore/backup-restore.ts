@@ -15,13 +15,13 @@ import { MySQLSession } from "../engine/connection.ts";
 import { abortedError, throwIfAborted } from "../engine/errors.ts";
 import { messageOf } from "@stateward/core";
 import { BackupError } from "../errors.ts";
-import { validateIdentifier } from "../engine/sql.ts";
+import { quoteIdentifier, validateIdentifier } from "../engine/sql.ts";
 import { loadManifest } from "../storage/backup-folder.ts";
 import type { S3Location } from "../storage/s3.ts";
 import type { RestoreMode, RestoreOptions, RestoreResult } from "./restore.ts";
 import { applyData, applyObject, forEachBounded, RestoreRun, type RestorePlan } from "./restore-run.ts";
 import { applyPostData, dropStaging, readPostData, stage, swapIntoTarget } from "./staged-restore.ts";
-import { cleanUpRestore, keptReplaced, SwapUndoFailed } from "./staging.ts";
+import { cleanUpRestore, holdingDatabaseName, keptReplaced, SwapUndoFailed } from "./staging.ts";
 import { verifyObject } from "./verified-object.ts";
 
 /** Errors of restores that failed before anything of the target changed (and dropped what they had staged). */
@@ -158,6 +158,29 @@ async function finish(run: RestoreRun, plan: RestorePlan, startedAt: Date, t0: n
 }
 
 /**
+ * What each failed restore's error says of the target after its own message
+ * (where the replaced tables were kept): a message that replaces the error's
+ * own (the restore was deleted, the manager stopped) carries it still.
+ */
+const targetNotes = new WeakMap<object, string>();
+
+/** The sentences `err`, thrown by runRestore, ends with about what became of the target; empty if none. */
+export function targetNoteOf(err: unknown): string {
+  return typeof err === "object" && err !== null ? (targetNotes.get(err) ?? "") : "";
+}
+
+/** Records what `err` says of the target (its message ends with `note`), for a message that replaces its own. */
+export function noteTarget<E extends object>(err: E, note: string): E {
+  targetNotes.set(err, note);
+  return err;
+}
+
+/** `text` without its closing full stop, to be joined into a sentence. */
+function unstopped(text: string): string {
+  return text.replace(/[.\s]+$/, "");
+}
+
+/**
  * The error a failed restore throws, after every connection is dropped and
  * the staging databases with a fresh one: it says what became of the target,
  * and leftTargetUntouched knows it if nothing did.
@@ -166,7 +189,13 @@ async function failed(run: RestoreRun, err: unknown): Promise<BackupError> {
   const { options, runId, mode, targetChanged } = run;
   run.stopAll();
   let cleanupFailed = false;
-  let failure = options.signal?.aborted ? abortedError("the restore", options.signal) : err instanceof BackupError ? err : new BackupError("DatabaseError", messageOf(err), { cause: err });
+  const aborted = options.signal?.aborted === true;
+  let failure = aborted ? abortedError("the restore", options.signal) : err instanceof BackupError ? err : new BackupError("DatabaseError", messageOf(err), { cause: err });
+  // The swap failed and its undo too (targetChanged is set then): what it lost, told also when a stop replaced the error.
+  const undo = err instanceof SwapUndoFailed ? err : undefined;
+  const swapDone = mode === "Staged" && targetChanged && !undo;
+  const notes: string[] = [];
+  let replaced = 0;
   let kept = "";
   if (run.stagingCreated) {
     // Connections were dropped (the server rolls back what they had open); a fresh one cleans up.
@@ -174,18 +203,35 @@ async function failed(run: RestoreRun, err: unknown): Promise<BackupError> {
     if (dropped instanceof Error) {
       cleanupFailed = true;
       options.logger?.warn("could not drop the staging databases", { err: messageOf(dropped) });
-      failure = withNote(failure, `Its staging databases (stw_restore_*) could not be dropped: ${messageOf(dropped)}`);
+      notes.push(`Its staging databases (stw_restore_*) could not be dropped: ${unstopped(messageOf(dropped))}`);
+      if (run.swapSent) {
+        // Without the server, what the swap did is not known for sure: say where its replaced tables are if it went through.
+        const holding = holdingDatabaseName(runId);
+        const where = `the target's tables from before the restore are kept in database ${quoteIdentifier(holding)} (those with triggers beside the restored ones, named ${holding}_<n>_<name>)`;
+        notes.push(swapDone ? `The swap went through: ${where}` : `If the swap went through, ${where}`);
+      }
     } else {
+      replaced = dropped.replacedTables.length;
       kept = keptReplaced(dropped, runId);
     }
   }
-  if (mode === "Staged" && targetChanged && failure instanceof SwapUndoFailed) {
-    failure = withNote(failure, "The target's tables were not replaced. Restore again");
-  } else if (mode === "Staged" && targetChanged) {
+  // Replaced tables found mean the RENAME went through, even when its answer was lost on the way back.
+  const swapped = swapDone || (mode === "Staged" && replaced > 0);
+  // No answer and nothing found replaced: a target that had none of the restored tables may hold them now.
+  const unknown = !swapped && run.swapUnanswered && !cleanupFailed;
+  const lost = undo && aborted ? `: ${unstopped(undo.message)}` : "";
+  if (swapped) {
     const keptNote = kept ? ` ${kept}.` : "";
-    failure = withNote(failure, `The restored tables had been swapped in; views, routines, triggers or events of the backup may be missing.${keptNote} Restore again`);
-  } else if (!targetChanged && !cleanupFailed) {
-    untouched.add(failure);
+    notes.push(`The restored tables had been swapped in${lost}; views, routines, triggers or events of the backup may be missing.${keptNote} Restore again`);
+  } else if (unknown) {
+    notes.push(`The swap (RENAME TABLE) got no answer${lost}, and none of the target's tables were found moved aside: tables the target did not have may have been moved in. Look at the target, then restore again`);
+  } else if (undo) {
+    notes.push(`The target's tables were not replaced${lost}. Restore again`);
   }
+  if (notes.length > 0) {
+    const note = notes.join(". ");
+    failure = noteTarget(withNote(failure, note), note);
+  }
+  if (!targetChanged && !swapped && !unknown && !cleanupFailed) untouched.add(failure);
   return failure;
 }

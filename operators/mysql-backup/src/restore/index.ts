@@ -8,5 +8,5 @@ export {
   type RestoreResult,
   type RestoreSource,
 } from "./restore.ts";
-export { leftTargetUntouched } from "./backup-restore.ts";
+export { leftTargetUntouched, targetNoteOf } from "./backup-restore.ts";
 export { cleanUpRestore, findLeftovers, keptReplaced, stagingDatabaseName, type StagingLeftovers } from "./staging.ts";

@@ -20,7 +20,7 @@ import { findUnattributed, replayBinlog, type RecoveryPoint } from "../binlog/re
 import { MySQLSession, type MySQLConnectionOptions } from "../engine/connection.ts";
 import { BackupError } from "../errors.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
-import { markTargetUntouched } from "./backup-restore.ts";
+import { markTargetUntouched, noteTarget } from "./backup-restore.ts";
 import { runRestore, type RestoreMode, type RestoreResult, type RestoreSource } from "./restore.ts";
 import { Sha256Stream } from "./verified-object.ts";
 
@@ -237,10 +237,9 @@ export async function restoreToPoint(options: PointInTimeOptions): Promise<Point
         : progress.lastGtid
           ? ` The target holds the backup plus the archived transactions up to ${progress.lastGtid} (${progress.transactions} applied).`
           : " The target holds the backup and none of the archived transactions.";
-      throw new ReplayFailed(
-        `${messageOf(err).replace(/[.\s]+$/, "")}.${holds} The backup restored first was MySQLBackup ${backup.name} (GTID position "${backup.position}"); restore again once the cause is fixed`,
-        err,
-      );
+      const note = `${holds} The backup restored first was MySQLBackup ${backup.name} (GTID position "${backup.position}"); restore again once the cause is fixed`;
+      // A stop (the MySQLRestore deleted) replaces the message, not what it says the target holds.
+      throw noteTarget(new ReplayFailed(`${messageOf(err).replace(/[.\s]+$/, "")}.${note}`, err), note.trim());
     } finally {
       await session.close();
     }

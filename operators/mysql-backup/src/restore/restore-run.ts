@@ -36,6 +36,10 @@ export class RestoreRun {
   readonly sessions: MySQLSession[] = [];
   /** Staged: the target was changed (the swap ran); InPlace: the first statement was sent. */
   targetChanged = false;
+  /** Staged: the swap was started; a RENAME whose answer was lost may have gone through. */
+  swapSent = false;
+  /** Staged: the swap's RENAME, which moved no target table aside, got no answer (the connection was lost or cut): whether it ran is not known. */
+  swapUnanswered = false;
   stagingCreated = false;
   leftoversDropped: StagingLeftovers | undefined;
   storedBytes = 0;

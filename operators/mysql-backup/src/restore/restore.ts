@@ -68,8 +68,10 @@ export interface RestoreOptions {
   mode?: RestoreMode;
   /**
    * Names this restore's staging databases (staging.ts). A restore run
-   * again with the same id first drops what an earlier, killed run of it
-   * left; so does cleanUpRestore. Defaults to a random id.
+   * again with the same id first drops the staging databases an earlier,
+   * killed run of it left (so does cleanUpRestore), and refuses, changing
+   * nothing, while tables that run's swap replaced are kept. Defaults to a
+   * random id.
    */
   runId?: string;
   signal?: AbortSignal;

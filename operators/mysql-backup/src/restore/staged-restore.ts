@@ -16,7 +16,7 @@ import type { ManifestObject } from "../storage/manifest.ts";
 import { applySql } from "./apply.ts";
 import { databaseStatement } from "./dump-file.ts";
 import { applyData, applyObject, type RestorePlan, type RestoreRun } from "./restore-run.ts";
-import { createViewStandIns, dropLeftovers, dropReplaced, planSwap, stagingDatabaseName, SwapUndoFailed, swapIn, type SwapPlan } from "./staging.ts";
+import { createViewStandIns, dropLeftovers, dropReplaced, keptReplaced, planSwap, stagingDatabaseName, SwapUndoFailed, swapIn, type SwapPlan } from "./staging.ts";
 import type { Statement } from "./statements.ts";
 import { corrupt, decompress, readObject } from "./verified-object.ts";
 
@@ -44,11 +44,24 @@ interface Swapped {
   plan: SwapPlan;
 }
 
-/** Phase 1: what an earlier, killed run left is dropped; the staging databases are created and the schema and data objects applied to them. */
+/**
+ * Phase 1: the staging databases an earlier, killed run left are dropped; the
+ * staging databases are created and the schema and data objects applied to
+ * them. Refused, before anything changes, when an earlier run with this run id
+ * kept the target's replaced tables: they may be the only copy of what was
+ * written since the backup, and this run's swap would move tables aside to the
+ * same names.
+ */
 export async function stage(run: RestoreRun, plan: RestorePlan, main: MySQLSession): Promise<StagedDatabases> {
   const { options, runId, store, progress } = run;
   const { databases, objects } = plan;
-  const found = await dropLeftovers(main, runId);
+  const found = await dropLeftovers(main, runId, "staging");
+  if (found.replacedTables.length > 0) {
+    throw new BackupError(
+      "InvalidOptions",
+      `an earlier run of this restore swapped its tables in and stopped. ${keptReplaced(found, runId)}. This run would move the target's tables aside to the same names: rename or drop those first, then restore again`,
+    );
+  }
   if (found.stagingDatabases.length + found.replacedTables.length > 0) {
     run.leftoversDropped = found;
     options.logger?.info("dropped what an earlier, interrupted run of this restore left", { ...found });
@@ -113,8 +126,13 @@ export async function swapIntoTarget(run: RestoreRun, plan: RestorePlan, main: M
     });
   }
   throwIfAborted(signal, "the restore");
+  run.swapSent = true;
   await swapIn(swapper, swap).catch((err: unknown) => {
     if (err instanceof SwapUndoFailed) run.targetChanged = true;
+    // A RENAME the server refused changed nothing (it is atomic); one that got no answer may have run.
+    // When it moves target tables aside, the cleanup finds them if it did (failed() in backup-restore.ts);
+    // when it moves none, nothing left tells.
+    if (swap.replaced.length === 0 && !answeredByServer(err instanceof SwapUndoFailed ? err.cause : err)) run.swapUnanswered = true;
     throw err;
   });
   run.targetChanged = true;
@@ -147,9 +165,16 @@ export async function applyPostData(run: RestoreRun, plan: RestorePlan, main: My
   }
 }
 
+/** Whether `err` is the server's own refusal (it carries an SQLSTATE), not a connection that gave no answer. */
+function answeredByServer(err: unknown): boolean {
+  const cause = err instanceof BackupError ? err.cause : err;
+  return typeof (cause as { sqlState?: unknown } | undefined)?.sqlState === "string";
+}
+
 /** Phase 5: the tables the swap replaced, and the staging databases, dropped. */
 export async function dropStaging(run: RestoreRun, main: MySQLSession, swapped: Swapped): Promise<void> {
   await dropReplaced(swapped.swapper, swapped.plan);
-  await dropLeftovers(main, run.runId);
+  // Only what this run made: its replaced tables are gone now, and the holding database with them.
+  await dropLeftovers(main, run.runId, "staging");
   run.stagingCreated = false;
 }

@@ -4,7 +4,8 @@
 // target's tables of the same names aside and the staged ones in.
 //
 // Names are derived from the restore's run id, so a later attempt (or the
-// MySQLRestore's deletion) finds and drops what a killed run left behind:
+// MySQLRestore's deletion) finds and drops the staging databases a killed run
+// left behind (a later attempt refuses to run over its replaced tables):
 //
 //   stw_restore_<token>_<n>    the staging database of the n-th restored database
 //   stw_replaced_<token>       the holding database the replaced tables move to,
