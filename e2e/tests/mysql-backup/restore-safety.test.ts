@@ -519,6 +519,7 @@ describe("the tables a swap replaced", () => {
       expect(err.message).not.toMatch(/were not replaced/);
       expect(err.message).toMatch(/swapped in; views, routines, triggers or events of the backup may be missing/);
       expect(err.message).toContain(`were kept: 1 in database \`stw_replaced_${tokenOf(runId)}\``);
+      expect(err.message).toContain("their triggers may be missing");
       const [kept] = await admin.query(`SELECT v FROM ${id(`stw_replaced_${tokenOf(runId)}`)}.\`1_kept_t\``);
       expect(kept).toEqual([{ v: "written since" }]);
     } finally {

@@ -43,6 +43,8 @@ describe("keptReplaced", () => {
     expect(s).toContain(`3 tables as they were before the restore were kept: 2 in database ${holding}, each named <n>_<its name>`);
     expect(s).toContain(`${aside} (tables with triggers`);
     expect(s).toContain(`DROP DATABASE ${holding}`);
+    // Renamed back, a table may lack triggers dropped for the swap or given way to the backup's.
+    expect(s).toContain("their triggers may be missing");
   });
 
   it("names a few of many tables kept beside their restored ones", () => {

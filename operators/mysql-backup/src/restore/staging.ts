@@ -175,7 +175,9 @@ export function keptReplaced(found: StagingLeftovers, runId: string): string {
     where.push(`${aside.slice(0, keptNamed).join(", ")}${more} (tables with triggers, each beside the restored one)`);
   }
   const drop = [...(held > 0 ? [`DROP DATABASE ${holding}`] : []), ...(aside.length > 0 ? ["DROP TABLE on the others"] : [])].join(", ");
-  return `The target's ${n} tables as they were before the restore were kept: ${where.join("; ")}. Rename them back to undo the restore of those tables, or drop them once not needed (${drop})`;
+  // Triggers are not kept with them for sure: a replaced table's triggers were dropped for the swap when it has
+  // foreign keys too, and one beside its restored table loses a trigger the backup creates under the same name.
+  return `The target's ${n} tables as they were before the restore were kept: ${where.join("; ")}. Rename them back to undo the restore of those tables (their triggers may be missing: compare SHOW TRIGGERS with what they had), or drop them once not needed (${drop})`;
 }
 
 /** A table to move in by the swap: from the staging database into the target. */
