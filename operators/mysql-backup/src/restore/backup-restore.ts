@@ -38,10 +38,15 @@ export function markTargetUntouched<E extends object>(err: E): E {
   return err;
 }
 
-/** A BackupError with `more` appended to its message. */
-function withNote(err: unknown, more: string): BackupError {
+/** `text` without its closing full stop, to be joined into a sentence. */
+export function unstopped(text: string): string {
+  return text.replace(/[.\s]+$/, "");
+}
+
+/** A BackupError with `note`, what became of the target, appended to its message and recorded for targetNoteOf. */
+function withTargetNote(err: unknown, note: string): BackupError {
   const e = err instanceof BackupError ? err : new BackupError("DatabaseError", messageOf(err), { cause: err });
-  return new BackupError(e.reason, `${e.message.replace(/[.\s]+$/, "")}. ${more}`, { retryable: e.retryable, cause: e.cause });
+  return noteTarget(new BackupError(e.reason, `${unstopped(e.message)}. ${note}`, { retryable: e.retryable, cause: e.cause }), note);
 }
 
 /** Restores a backup folder; see the file comment for the order of work. */
@@ -175,11 +180,6 @@ export function noteTarget<E extends object>(err: E, note: string): E {
   return err;
 }
 
-/** `text` without its closing full stop, to be joined into a sentence. */
-function unstopped(text: string): string {
-  return text.replace(/[.\s]+$/, "");
-}
-
 /**
  * The error a failed restore throws, after every connection is dropped and
  * the staging databases with a fresh one: it says what became of the target,
@@ -230,7 +230,7 @@ async function failed(run: RestoreRun, err: unknown): Promise<BackupError> {
   }
   if (notes.length > 0) {
     const note = notes.join(". ");
-    failure = noteTarget(withNote(failure, note), note);
+    failure = withTargetNote(failure, note);
   }
   if (!targetChanged && !swapped && !unknown && !cleanupFailed) untouched.add(failure);
   return failure;

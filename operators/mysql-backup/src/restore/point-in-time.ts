@@ -20,7 +20,7 @@ import { findUnattributed, replayBinlog, type RecoveryPoint } from "../binlog/re
 import { MySQLSession, type MySQLConnectionOptions } from "../engine/connection.ts";
 import { BackupError } from "../errors.ts";
 import { describeLocation, type BackupStore } from "../storage/s3.ts";
-import { markTargetUntouched, noteTarget } from "./backup-restore.ts";
+import { markTargetUntouched, noteTarget, unstopped } from "./backup-restore.ts";
 import { runRestore, type RestoreMode, type RestoreResult, type RestoreSource } from "./restore.ts";
 import { Sha256Stream } from "./verified-object.ts";
 
@@ -239,7 +239,7 @@ export async function restoreToPoint(options: PointInTimeOptions): Promise<Point
           : " The target holds the backup and none of the archived transactions.";
       const note = `${holds} The backup restored first was MySQLBackup ${backup.name} (GTID position "${backup.position}"); restore again once the cause is fixed`;
       // A stop (the MySQLRestore deleted) replaces the message, not what it says the target holds.
-      throw noteTarget(new ReplayFailed(`${messageOf(err).replace(/[.\s]+$/, "")}.${note}`, err), note.trim());
+      throw noteTarget(new ReplayFailed(`${unstopped(messageOf(err))}.${note}`, err), note.trim());
     } finally {
       await session.close();
     }
