@@ -425,47 +425,85 @@ describe("the tables a swap replaced", () => {
     await q(`DROP TABLE IF EXISTS ${id(keptDb)}.${id(`stw_replaced_${token}_1_audited`)}`);
   }
 
-  it("deleting a restore after its swap says in the Deleted Event, once, where the replaced tables were kept", async () => {
-    await writeSince();
-    // The view's CREATE, after the swap, waits for this lock: the restore is held with its tables swapped in.
+  /**
+   * Creates restore `name` of the backup "kept" and holds it with its tables swapped in: the view's CREATE,
+   * after the swap, waits for a write lock on the table it reads. Returns the restore's uid and `release`,
+   * which ends any statement still waiting (a stopped restore's connection may be gone while its CREATE VIEW
+   * waits on in the server: it must not run after the test) and then the lock.
+   */
+  async function heldAfterSwap(name: string, instance = "db"): Promise<{ uid: string; release: () => Promise<void> }> {
     const lock = await mysql.createConnection(root);
     await lock.query(`LOCK TABLES ${id(other)}.rates WRITE`);
-    let uid: string | undefined;
+    const waitingViews = async () => {
+      const [rows] = await admin.query("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND INSTR(INFO, ?) > 0", [other]);
+      return rows as { id: number }[];
+    };
+    const release = async () => {
+      for (const { id: thread } of await waitingViews()) await admin.query("KILL QUERY ?", [thread]).catch(() => undefined);
+      await lock.end();
+    };
+    try {
+      const r = restore(name);
+      r.spec.instanceRef = { name: instance };
+      r.spec.source = { backupRef: { name: "kept" } };
+      const uid = (await client.create(RS, r)).metadata.uid!;
+      await waitFor("the restore's CREATE VIEW waiting for the lock", async () => ((await waitingViews()).length > 0 ? true : undefined), 120_000, 100);
+      return { uid, release };
+    } catch (err) {
+      await release();
+      throw err;
+    }
+  }
+
+  it("deleting a restore after its swap says in the Deleted Event, once, where the replaced tables were kept", async () => {
+    await writeSince();
+    const held = await heldAfterSwap("deleted-after-swap");
     try {
       try {
-        const r = restore("deleted-after-swap");
-        r.spec.source = { backupRef: { name: "kept" } };
-        uid = (await client.create(RS, r)).metadata.uid!;
-        await waitFor("the restore's CREATE VIEW waiting for the lock", async () => {
-          const [rows] = await admin.query(
-            "SELECT INFO AS info FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND INSTR(INFO, ?) > 0",
-            [other],
-          );
-          return (rows as { info: string }[])[0]?.info;
-        }, 120_000, 100);
         await client.delete(RS, ns, "deleted-after-swap");
         await waitGone(client, RS, ns, "deleted-after-swap", 60_000);
-        const holding = `stw_replaced_${tokenOf(uid)}`;
+        const holding = `stw_replaced_${tokenOf(held.uid)}`;
         const event = await waitFor("the Deleted Event", async () => (await eventsOf("deleted-after-swap")).find((e) => e.reason === "Deleted"));
         expect(event.note).toMatch(/stopped because the MySQLRestore was deleted/);
         expect(event.note).toMatch(/swapped in; views, routines, triggers or events of the backup may be missing/);
         expect(event.note).toContain(`2 tables as they were before the restore were kept: 1 in database \`${holding}\``);
-        expect(event.note).toContain(`\`${keptDb}\`.\`stw_replaced_${tokenOf(uid)}_1_audited\``);
+        expect(event.note).toContain(`\`${keptDb}\`.\`stw_replaced_${tokenOf(held.uid)}_1_audited\``);
         // Said once: no other Event of the restore repeats it.
         const all = (await eventsOf("deleted-after-swap")).map((e) => e.note ?? "").join("\n");
         expect(all.split("as they were before the restore were kept").length - 1).toBe(1);
         expect(all).not.toMatch(/left untouched/);
       } finally {
-        // The stopped restore's connection is gone, but its CREATE VIEW waits on in the server: it must not run after the test.
-        const [waiting] = await admin.query("SELECT ID AS id FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND INSTR(INFO, ?) > 0", [other]);
-        for (const { id: thread } of waiting as { id: number }[]) await admin.query("KILL QUERY ?", [thread]).catch(() => undefined);
-        await lock.end();
+        await held.release();
       }
-      await expectKept(uid);
-      expect(await stagingDatabasesOf(uid)).toEqual([]);
+      await expectKept(held.uid);
+      expect(await stagingDatabasesOf(held.uid)).toEqual([]);
     } finally {
       // Its kept table with the trigger would keep the trigger's name taken for the next test.
-      if (uid) await dropKept(uid);
+      await dropKept(held.uid);
+    }
+  }, 240_000);
+
+  it("a manager stopped after a restore's swap marks it Failed, saying where the replaced tables were kept", async () => {
+    await writeSince();
+    const held = await heldAfterSwap("stopped-after-swap");
+    try {
+      try {
+        // SIGTERM: the manager aborts its runs, writes what they left, and exits (0, or stop() throws).
+        await manager!.stop();
+      } finally {
+        await held.release();
+        manager = await startManager(4);
+      }
+      const failed = await finished<MySQLRestore>(RS, "stopped-after-swap");
+      const ready = findCondition(failed.status?.conditions, "Ready");
+      expect(ready?.reason).toBe("Interrupted");
+      expect(ready?.message).toMatch(/stopped because the manager is shutting down/);
+      expect(ready?.message).toContain(`2 tables as they were before the restore were kept: 1 in database \`stw_replaced_${tokenOf(held.uid)}\``);
+      expect(ready?.message).not.toMatch(/left untouched/);
+      await expectKept(held.uid);
+      expect(await stagingDatabasesOf(held.uid)).toEqual([]);
+    } finally {
+      await dropKept(held.uid);
     }
   }, 240_000);
 
@@ -556,6 +594,47 @@ describe("the tables a swap replaced", () => {
       await dropKept(runId);
     }
   }, 180_000);
+
+  it("a manager killed after the swap, and the server out of reach for the next one: the Interrupted message names the database the replaced tables are kept in", async () => {
+    await writeSince();
+    // The restore reaches the server through a proxy, which is then blocked: the next manager cannot look.
+    const proxy = new TcpProxy({ host: root.host, port: root.port });
+    await proxy.start();
+    await client.create(MySQLInstanceKind.resource, {
+      apiVersion: MySQLInstanceKind.apiVersion, kind: MySQLInstanceKind.kind, metadata: { name: "db-proxied", namespace: ns },
+      spec: { host: "127.0.0.1", port: proxy.port, adminSecretRef: { name: "mysql-admin" } },
+    } as KubeObject);
+    let uid: string | undefined;
+    try {
+      const held = await heldAfterSwap("killed-after-swap", "db-proxied");
+      uid = held.uid;
+      try {
+        manager!.kill();
+        await waitFor("the manager process gone", () => (manager!.running() ? undefined : true));
+        proxy.block();
+      } finally {
+        await held.release();
+      }
+      manager = await startManager(3);
+      const failed = await finished<MySQLRestore>(RS, "killed-after-swap");
+      const ready = findCondition(failed.status?.conditions, "Ready");
+      expect(ready?.reason).toBe("Interrupted");
+      const holding = `stw_replaced_${tokenOf(uid)}`;
+      expect(ready?.message).toMatch(/staging databases \(stw_restore_\w+_\*\) could not be dropped/);
+      expect(ready?.message).toContain(`If it had swapped the restored tables in, the target's tables from before the restore are kept in database \`${holding}\``);
+      expect(ready?.message).not.toMatch(/left untouched/);
+      const event = await waitFor("the Interrupted Event", async () => (await eventsOf("killed-after-swap")).find((e) => e.reason === "Interrupted"));
+      expect(event.note).toContain(holding);
+      // They are where the message says.
+      await expectKept(uid);
+    } finally {
+      await proxy.stop();
+      if (uid) {
+        await cleanUpRestore(root, uid);
+        await dropKept(uid);
+      }
+    }
+  }, 240_000);
 
   it("a restore run again with the same run id keeps the tables the first run kept, and refuses to stage over them", async () => {
     await writeSince();

@@ -15,7 +15,7 @@ import { rm } from "node:fs/promises";
 import type { ReconcileContext } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLRestoreKind, type MySQLRestore } from "../api.ts";
-import { cleanUpRestore, keptReplaced, locateRestoreSource, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
+import { cleanUpRestore, keptReplaced, locateRestoreSource, replacedTablesPlace, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
 import { downloadDirectory } from "../restore/point-in-time.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, restoreFailed } from "./failures.ts";
@@ -101,7 +101,9 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
       const f = describeFailure(err);
       ctx.log.warn("could not drop a restore's staging databases", { err: f.message });
       await this.d.events.record(restore, "Warning", "CleanupFailed", `Could not drop this restore's staging databases (${staging}) from the target: ${f.message}. Drop them by hand.`);
-      return `Its staging databases (${staging}) could not be dropped: ${f.message}.`;
+      // A staged run may have been killed after its swap: without the server that is not known, so say where the replaced tables would be.
+      const ifSwapped = restore.status?.mode === "InPlace" ? "" : ` If it had swapped the restored tables in, ${replacedTablesPlace(runId)}.`;
+      return `Its staging databases (${staging}) could not be dropped: ${f.message}.${ifSwapped}`;
     }
     if (restore.status?.mode === "InPlace") return "It was applying to the target in place, so the target may hold part of the data.";
     if (found.replacedTables.length > 0) {

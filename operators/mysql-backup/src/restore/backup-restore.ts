@@ -15,13 +15,13 @@ import { MySQLSession } from "../engine/connection.ts";
 import { abortedError, throwIfAborted } from "../engine/errors.ts";
 import { messageOf } from "@stateward/core";
 import { BackupError } from "../errors.ts";
-import { quoteIdentifier, validateIdentifier } from "../engine/sql.ts";
+import { validateIdentifier } from "../engine/sql.ts";
 import { loadManifest } from "../storage/backup-folder.ts";
 import type { S3Location } from "../storage/s3.ts";
 import type { RestoreMode, RestoreOptions, RestoreResult } from "./restore.ts";
 import { applyData, applyObject, forEachBounded, RestoreRun, type RestorePlan } from "./restore-run.ts";
 import { applyPostData, dropStaging, readPostData, stage, swapIntoTarget } from "./staged-restore.ts";
-import { cleanUpRestore, holdingDatabaseName, keptReplaced, SwapUndoFailed } from "./staging.ts";
+import { cleanUpRestore, keptReplaced, replacedTablesPlace, SwapUndoFailed } from "./staging.ts";
 import { verifyObject } from "./verified-object.ts";
 
 /** Errors of restores that failed before anything of the target changed (and dropped what they had staged). */
@@ -206,8 +206,7 @@ async function failed(run: RestoreRun, err: unknown): Promise<BackupError> {
       notes.push(`Its staging databases (stw_restore_*) could not be dropped: ${unstopped(messageOf(dropped))}`);
       if (run.swapSent) {
         // Without the server, what the swap did is not known for sure: say where its replaced tables are if it went through.
-        const holding = holdingDatabaseName(runId);
-        const where = `the target's tables from before the restore are kept in database ${quoteIdentifier(holding)} (those with triggers beside the restored ones, named ${holding}_<n>_<name>)`;
+        const where = replacedTablesPlace(runId);
         notes.push(swapDone ? `The swap went through: ${where}` : `If the swap went through, ${where}`);
       }
     } else {

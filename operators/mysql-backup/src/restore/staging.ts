@@ -180,6 +180,15 @@ export function keptReplaced(found: StagingLeftovers, runId: string): string {
   return `The target's ${n} tables as they were before the restore were kept: ${where.join("; ")}. Rename them back to undo the restore of those tables (their triggers may be missing: compare SHOW TRIGGERS with what they had), or drop them once not needed (${drop})`;
 }
 
+/**
+ * Where the target's tables from before the restore are kept if run `runId`
+ * swapped: for a message written when the server cannot be asked.
+ */
+export function replacedTablesPlace(runId: string): string {
+  const holding = holdingDatabaseName(runId);
+  return `the target's tables from before the restore are kept in database ${quoteIdentifier(holding)} (those with triggers beside the restored ones, named ${holding}_<n>_<name>)`;
+}
+
 /** A table to move in by the swap: from the staging database into the target. */
 export interface StagedTable {
   database: string;
