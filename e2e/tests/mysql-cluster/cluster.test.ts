@@ -253,6 +253,7 @@ describe("a 3-replica cluster", () => {
     const primaryBefore = (await client.get<MySQLCluster>(MYC, ns, name)).status?.currentPrimary;
     const [{ pos } = { pos: "" }] = await query<{ pos: string }>("shop-0", password, "SELECT @@gtid_current_pos AS pos");
     const sumBefore = await checksum("shop-0", password, "orders.items");
+    const since = new Date().toISOString();
     await client.patch(MYC, ns, name, { spec: { replicas: 1 } });
     const c = await running(name, 1, 90_000);
     expect(c.status?.members?.map((m) => m.name)).toEqual(["shop-0"]);
@@ -271,6 +272,9 @@ describe("a 3-replica cluster", () => {
     expect(await checksum("shop-0", password, "orders.items")).toBe(sumBefore);
     const [{ ro } = { ro: 1 }] = await query<{ ro: number }>("shop-0", password, "SELECT @@read_only AS ro");
     expect(ro).toBe(0);
+    // A scale keeps the pod template: no rollout is told of.
+    const told = await client.list<KubeObject & { reason?: string; eventTime?: string }>(builtin.event, { namespace: ns });
+    expect(told.items.filter((e) => e.reason === "RolloutComplete" && (e.eventTime ?? "") >= since)).toEqual([]);
   }, 150_000);
 
   it("deleting the cluster removes everything it owns but keeps the generated Secrets (Retain)", async () => {

@@ -198,6 +198,30 @@ describe("a change that breaks a server", () => {
   }, 300_000);
 });
 
+describe("a change rolled by hand", () => {
+  const name = "byhand";
+
+  it("tells the rollout complete when, while paused, the server was restarted by hand onto the new template", async () => {
+    await client.create(MYC, clusterManifest(ns, name, { replicas: 1, image: "mariadb:11.4", storage: { size: "1Gi" } }));
+    const first = await settled(name, 1);
+    expect(first.status?.currentRevision).toBeTruthy();
+    const since = new Date().toISOString();
+    await client.patch(MYC, ns, name, { spec: { updateStrategy: { paused: true }, config: { back_log: "77" } } });
+    await waitFor("Paused", async () => {
+      const c = await client.get<MySQLCluster>(MYC, ns, name);
+      return findCondition(c.status?.conditions, "Upgrading")?.reason === "Paused" ? c : undefined;
+    }, 60_000, 500);
+    // The user restarts the server themselves: the StatefulSet controller makes it again from the new template.
+    await client.delete(builtin.pod, ns, `${name}-0`);
+    const after = await settled(name, 1, 180_000);
+    expect(after.status?.currentRevision).not.toBe(first.status?.currentRevision);
+    // Not the operator's restart: the template changed all the same.
+    expect(await history(name, since)).toEqual([]);
+    const complete = await waitFor("the RolloutComplete Event", async () => (await events(name)).find((e) => e.reason === "RolloutComplete" && (e.eventTime ?? "") >= since), 30_000, 500);
+    expect(complete.note).toBe("All 1 servers run the current template (image mariadb:11.4)");
+  }, 360_000);
+});
+
 describe("backups and rollouts", () => {
   const name = "safe";
   const storage = { s3: { bucket: env.s3.bucket, prefix: "rollout", endpoint: env.s3.endpoint, region: env.s3.region, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } };

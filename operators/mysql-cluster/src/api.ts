@@ -288,6 +288,7 @@ export const MySQLClusterKind = defineKind({
       selector: optional(string("Label selector of the cluster's pods (for the scale subresource).")),
       currentPrimary: optional(string("Name of the pod that is the primary.")),
       currentImage: optional(string("The image every server ran at the end of the last completed rollout.")),
+      currentRevision: optional(string("The StatefulSet revision (pod template) every server ran at the end of the last completed rollout.")),
       targetImage: optional(string("The image the servers are being rolled to (spec.image).")),
       updatedReplicas: optional(integer("Number of server pods running the current pod template.")),
       updated: optional(string("updatedReplicas/replicas, for kubectl get.")),
