@@ -621,7 +621,7 @@ describe("the tables a swap replaced", () => {
       expect(ready?.reason).toBe("Interrupted");
       const holding = `stw_replaced_${tokenOf(uid)}`;
       expect(ready?.message).toMatch(/staging databases \(stw_restore_\w+_\*\) could not be dropped/);
-      expect(ready?.message).toContain(`If it had swapped the restored tables in, the target's tables from before the restore are kept in database \`${holding}\``);
+      expect(ready?.message).toContain(`If it stopped after swapping the restored tables in, before its end, the target's tables from before the restore are kept in database \`${holding}\``);
       expect(ready?.message).not.toMatch(/left untouched/);
       const event = await waitFor("the Interrupted Event", async () => (await eventsOf("killed-after-swap")).find((e) => e.reason === "Interrupted"));
       expect(event.note).toContain(holding);
@@ -629,6 +629,9 @@ describe("the tables a swap replaced", () => {
       await expectKept(uid);
     } finally {
       await proxy.stop();
+      await client.delete(MySQLInstanceKind.resource, ns, "db-proxied").catch(() => undefined);
+      // What it left, also when it failed before its uid was known here.
+      uid ??= await client.get<MySQLRestore>(RS, ns, "killed-after-swap").then((r) => r.metadata.uid, () => undefined);
       if (uid) {
         await cleanUpRestore(root, uid);
         await dropKept(uid);

@@ -93,6 +93,8 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
     const runId = restore.metadata.uid ?? `restore/${ns}/${restore.metadata.name ?? ""}`;
     const staging = stagingDatabaseName(runId, 0).replace(/_1$/, "_*");
     const instance = this.d.cache.get<MySQLInstance>(MySQLInstanceKind.resource, ns, restore.spec.instanceRef.name);
+    // A killed manager's downloads are gone with its pod; one restarted in place finds them here (the server not needed).
+    if (restore.spec.pointInTime) await rm(downloadDirectory(runId), { recursive: true, force: true }).catch(() => undefined);
     let found: StagingLeftovers;
     try {
       if (!instance) throw new Error(`MySQLInstance ${restore.spec.instanceRef.name} not found`);
@@ -101,9 +103,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
       const f = describeFailure(err);
       ctx.log.warn("could not drop a restore's staging databases", { err: f.message });
       await this.d.events.record(restore, "Warning", "CleanupFailed", `Could not drop this restore's staging databases (${staging}) from the target: ${f.message}. Drop them by hand.`);
-      // A staged run may have been killed after its swap: without the server that is not known, so say where the replaced tables would be.
-      const ifSwapped = restore.status?.mode === "InPlace" ? "" : ` If it had swapped the restored tables in, ${replacedTablesPlace(runId)}.`;
-      return `Its staging databases (${staging}) could not be dropped: ${f.message}.${ifSwapped}`;
+      return `Its staging databases (${staging}) could not be dropped: ${f.message}.${unknownTargetState(restore, runId)}`;
     }
     if (restore.status?.mode === "InPlace") return "It was applying to the target in place, so the target may hold part of the data.";
     if (found.replacedTables.length > 0) {
@@ -111,8 +111,6 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
     }
     const dropped = found.stagingDatabases.length > 0 ? `its staging databases (${found.stagingDatabases.join(", ")}) were dropped` : "it had left no staging database";
     if (restore.spec.pointInTime) {
-      // A killed manager's downloads are gone with its pod; one restarted in place finds them here.
-      await rm(downloadDirectory(runId), { recursive: true, force: true }).catch(() => undefined);
       // Past the swap nothing is left to tell it by: it may have been replaying.
       if (found.stagingDatabases.length === 0) {
         return "It had left no staging database: it stopped either before changing the target or after restoring the backup, while replaying the archived transactions (the target then holds the backup plus part of them).";
@@ -131,4 +129,16 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
     return { source, description: `s3://${s3.bucket}/${s3spec.path}` };
   }
 
+}
+
+/**
+ * What may have become of the target, told when the server could not be asked. A staged run keeps the tables
+ * its swap replaced until the backup is wholly restored, then drops them (a point-in-time restore goes on to
+ * replay the archived transactions).
+ */
+function unknownTargetState(restore: MySQLRestore, runId: string): string {
+  if (restore.status?.mode === "InPlace") return " It was applying to the target in place, so the target may hold part of the data.";
+  const swapped = " If it stopped after swapping the restored tables in";
+  if (!restore.spec.pointInTime) return `${swapped}, before its end, ${replacedTablesPlace(runId)}.`;
+  return `${swapped}, before the backup was wholly restored, ${replacedTablesPlace(runId)}; if it stopped while replaying the archived transactions, the replaced tables were dropped already and the target holds the backup plus part of the transactions.`;
 }
