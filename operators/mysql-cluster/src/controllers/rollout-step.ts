@@ -106,13 +106,18 @@ export async function rolloutStep(r: RolloutContext, sts: StatefulSetObject | un
   }
   switch (decision.kind) {
     case "complete": {
+      const done = { type: "Upgrading", status: "False", reason: "UpToDate" } as const;
+      // Servers missing (a pod deleted and not made yet, a scale-out's new pods): the end is recorded once they exist.
+      if (updated < desired) {
+        return { fields, condition: { ...done, message: `the ${updated} of ${desired} servers that exist run the current template (image ${image})` }, rolling: false };
+      }
       // A rollout ended: a step on record, or the servers on another template than when the last one ended (the pods
       // may have been recreated by hand, or outside a step, while it was paused). Not a scale: it keeps the revision.
       const { rollout, currentImage, currentRevision } = cluster.status ?? {};
       if (rollout || (currentImage !== undefined && currentImage !== image) || (currentRevision !== undefined && currentRevision !== revision)) {
         await d.events.record(cluster, "Normal", "RolloutComplete", `All ${desired} servers run the current template (image ${image})`);
       }
-      return { fields: { ...fields, currentImage: image, currentRevision: revision, rollout: undefined }, condition: { type: "Upgrading", status: "False", reason: "UpToDate", message: `all ${desired} servers run the current template (image ${image})` }, rolling: false };
+      return { fields: { ...fields, currentImage: image, currentRevision: revision, rollout: undefined }, condition: { ...done, message: `all ${desired} servers run the current template (image ${image})` }, rolling: false };
     }
     case "wait":
       return { fields, condition: { type: "Upgrading", status: "True", reason: "RollingUpdate", message: decision.message }, rolling: true, requeueAfter: ROLLING_REQUEUE_MS };
