@@ -28,6 +28,9 @@ import { resolveS3 } from "./s3-settings.ts";
 
 export const RESTORE_FINALIZER = "stateward.io/restore-cleanup";
 
+/** What an interrupted in-place restore left, whether or not the server could be asked. */
+const APPLIED_IN_PLACE = "It was applying to the target in place, so the target may hold part of the data.";
+
 export type RestoreReconcilerDeps = OperationDeps;
 
 export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
@@ -105,7 +108,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
       await this.d.events.record(restore, "Warning", "CleanupFailed", `Could not drop this restore's staging databases (${staging}) from the target: ${f.message}. Drop them by hand.`);
       return `Its staging databases (${staging}) could not be dropped: ${f.message}.${unknownTargetState(restore, runId)}`;
     }
-    if (restore.status?.mode === "InPlace") return "It was applying to the target in place, so the target may hold part of the data.";
+    if (restore.status?.mode === "InPlace") return APPLIED_IN_PLACE;
     if (found.replacedTables.length > 0) {
       return `It was stopped after swapping the restored tables in: the tables are restored, but views, routines, triggers or events of the backup may be missing. ${keptReplaced(found, runId)}.`;
     }
@@ -137,7 +140,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
  * replay the archived transactions).
  */
 function unknownTargetState(restore: MySQLRestore, runId: string): string {
-  if (restore.status?.mode === "InPlace") return " It was applying to the target in place, so the target may hold part of the data.";
+  if (restore.status?.mode === "InPlace") return ` ${APPLIED_IN_PLACE}`;
   const swapped = " If it stopped after swapping the restored tables in";
   if (!restore.spec.pointInTime) return `${swapped}, before its end, ${replacedTablesPlace(runId)}.`;
   return `${swapped}, before the backup was wholly restored, ${replacedTablesPlace(runId)}; if it stopped while replaying the archived transactions, the replaced tables were dropped already and the target holds the backup plus part of the transactions.`;
