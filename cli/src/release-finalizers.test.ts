@@ -20,6 +20,24 @@ describe("release-finalizers: what each finalizer would have cleaned up", () => 
     expect(describeCleanup("MySQLBackup", { ...backup, status: {} }, "stateward.io/delete-stored-backup").leftBehind).toBeUndefined();
   });
 
+  it("under Retain, names the partial upload of a backup that did not finish, and nothing once it did", () => {
+    const retained = (phase: string) => ({ metadata: { name: "b", namespace: "shop" }, spec: {}, status: { phase, location: "s3://bk/x/shop/b/" } });
+    expect(describeCleanup("MySQLBackup", retained("Running"), "stateward.io/delete-stored-backup")).toEqual({
+      action: "remove the partial upload of a backup that did not finish, in s3://bk/x/shop/b/",
+      leftBehind: "the partial upload of a backup that did not finish, in s3://bk/x/shop/b/",
+    });
+    expect(describeCleanup("MySQLBackup", retained("Completed"), "stateward.io/delete-stored-backup").leftBehind).toBeUndefined();
+    expect(describeCleanup("MySQLBackup", retained("Failed"), "stateward.io/delete-stored-backup").leftBehind).toBeUndefined();
+  });
+
+  it("names the staging databases of a restore that did not finish, and nothing before it started or once it ended", () => {
+    const restore = (phase?: string) => ({ metadata: { name: "r", namespace: "shop", uid: "0b7c7a3e-5f0e-4d55-9a3c-1f0e8a4b2c11" }, spec: { instanceRef: { name: "db" } }, status: phase ? { phase } : {} });
+    const cleanup = describeCleanup("MySQLRestore", restore("Running"), "stateward.io/restore-cleanup");
+    expect(cleanup.leftBehind).toMatch(/^the restore's staging databases \(stw_restore_[0-9a-f]{12}_\*\) on MySQLInstance shop\/db$/);
+    expect(cleanup.action).toBe(`drop ${cleanup.leftBehind}`);
+    for (const phase of [undefined, "Pending", "Completed", "Failed"]) expect(describeCleanup("MySQLRestore", restore(phase), "stateward.io/restore-cleanup").leftBehind).toBeUndefined();
+  });
+
   it("lists only Stateward finalizers, and says so for one it does not know", () => {
     const f = findingOf("DatabaseUser", user({}));
     expect(f?.finalizers.map((x) => x.name)).toEqual(["stateward.io/drop-account"]);

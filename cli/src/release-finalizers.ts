@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { KubeClient, isNotFound, messageOf, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
 import { FINALIZER as DROP_ACCOUNT_FINALIZER } from "@stateward/operator-database-user";
-import { BACKUP_FINALIZER } from "@stateward/operator-mysql-backup";
+import { BACKUP_FINALIZER, RESTORE_FINALIZER, restoreRunId, stagingDatabasesPattern, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { listAll } from "./commands/common.ts";
 import { UsageError, selectOperators } from "./operators.ts";
 
@@ -58,11 +58,26 @@ export function describeCleanup(kind: string, obj: Described, finalizer: string)
     return { action: `drop ${account}`, leftBehind: account };
   }
   if (kind === "MySQLBackup" && finalizer === BACKUP_FINALIZER) {
-    if ((spec.deletionPolicy ?? "Retain") !== "Delete") return { action: "do nothing (deletionPolicy Retain keeps the stored backup)" };
+    // A backup holds the finalizer until its run ends whatever its policy: an unfinished run's partial upload is removed.
+    const finished = obj.status?.phase === "Completed" || obj.status?.phase === "Failed";
+    const retain = (spec.deletionPolicy ?? "Retain") !== "Delete";
+    if (retain && finished) return { action: "do nothing (deletionPolicy Retain keeps the stored backup)" };
     const location = obj.status?.location;
     if (typeof location !== "string" || location === "") return { action: "do nothing (no backup was stored)" };
+    if (retain) {
+      const partial = `the partial upload of a backup that did not finish, in ${location}`;
+      return { action: `remove ${partial}`, leftBehind: partial };
+    }
     const folder = `the backup folder ${location}`;
     return { action: `delete ${folder} (its objects and any incomplete multipart upload)`, leftBehind: folder };
+  }
+  if (kind === "MySQLRestore" && finalizer === RESTORE_FINALIZER) {
+    const phase = obj.status?.phase;
+    if (phase === "Completed" || phase === "Failed") return { action: "do nothing (the restore has ended; its own cleanup ran)" };
+    if (phase !== "Running") return { action: "do nothing (the restore has not started)" };
+    const instance = (spec.instanceRef as { name?: string } | undefined)?.name ?? "?";
+    const staging = `the restore's staging databases (${stagingDatabasesPattern(restoreRunId(obj as MySQLRestore))}) on MySQLInstance ${ns}/${instance}`;
+    return { action: `drop ${staging}`, leftBehind: staging };
   }
   return { action: `do what ${finalizer} does (not known to this version of stateward)`, leftBehind: `whatever ${finalizer} would have cleaned up` };
 }

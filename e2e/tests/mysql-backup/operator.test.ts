@@ -224,22 +224,38 @@ describe("MySQLBackup and MySQLRestore", () => {
     expect(findCondition(failed.status?.conditions, "Ready")?.message).toMatch(/holds a complete backup .*nothing in it was deleted/);
   });
 
-  it("removes what a backup left Running by a manager that died had stored, when it is deleted before any manager marked it Interrupted", async () => {
-    await client.create(BK, backup("gone-running", { instanceRef: { name: "not-yet" }, deletionPolicy: "Delete" }));
-    await waitFor("Pending, with the finalizer", async () => {
-      const b = await client.get<MySQLBackup>(BK, ns, "gone-running");
-      return b.status?.phase === "Pending" && (b.metadata.finalizers ?? []).length > 0 ? true : undefined;
-    });
+  // Retain too: its partial upload is not a backup to keep, and without a finalizer the MySQLBackup would be gone before
+  // any manager could remove it.
+  it.each([
+    ["Delete", "gone-running"],
+    ["Retain", "gone-running-kept"],
+  ] as const)("removes what a backup (deletionPolicy %s) left Running by a manager that died had stored, when it is deleted before any manager marked it Interrupted", async (deletionPolicy, name) => {
+    await client.create(BK, backup(name, { instanceRef: { name: "not-yet" }, deletionPolicy }));
+    // Pending is written after the finalizer is added.
+    await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, name)).status?.phase === "Pending" ? true : undefined));
     // No manager runs while the run that died is found Running and the MySQLBackup deleted.
     await manager.stop();
-    const folder = `operator-${suffix}/${ns}/gone-running/`;
+    const folder = `operator-${suffix}/${ns}/${name}/`;
     await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/schema.sql.gz`, Body: "partial" }));
-    await client.patch(BK, ns, "gone-running", { status: { phase: "Running", startedBy: "manager-that-died_0001", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
-    await client.delete(BK, ns, "gone-running");
+    await client.patch(BK, ns, name, { status: { phase: "Running", startedBy: "manager-that-died_0001", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
+    await client.delete(BK, ns, name);
     manager = await startManager();
-    await waitGone(client, BK, ns, "gone-running");
+    await waitGone(client, BK, ns, name);
     expect(await keysUnder(folder)).toEqual([]);
-    expect((await eventsAbout(client, ns, { name: "gone-running" })).find((e) => e.reason === "Deleted")?.note).toMatch(/manager that is gone was running it\. Its partial upload was removed \(1 objects deleted/);
+    expect((await eventsAbout(client, ns, { name })).find((e) => e.reason === "Deleted")?.note).toMatch(/manager that is gone was running it\. Its partial upload was removed \(1 objects deleted/);
+  });
+
+  it("deletes the folder of a completed backup whose deletionPolicy was changed to Delete afterwards", async () => {
+    await client.create(BK, backup("kept-then-not"));
+    expect((await finished<MySQLBackup>(BK, "kept-then-not")).status?.phase).toBe("Completed");
+    const folder = `operator-${suffix}/${ns}/kept-then-not/`;
+    expect(await keysUnder(folder)).toContain(`${folder}manifest.json`);
+    await waitFor("the finished Retain backup without the finalizer", async () => ((await client.get<MySQLBackup>(BK, ns, "kept-then-not")).metadata.finalizers ?? []).length === 0 ? true : undefined);
+    await client.patch(BK, ns, "kept-then-not", { spec: { deletionPolicy: "Delete" } });
+    await waitFor("the finalizer that deletes the folder", async () => ((await client.get<MySQLBackup>(BK, ns, "kept-then-not")).metadata.finalizers ?? []).length > 0 ? true : undefined);
+    await client.delete(BK, ns, "kept-then-not");
+    await waitGone(client, BK, ns, "kept-then-not");
+    expect(await keysUnder(folder)).toEqual([]);
   });
 
   it("with deletionPolicy Delete removes the stored objects when the MySQLBackup is deleted", async () => {

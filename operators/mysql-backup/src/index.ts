@@ -18,6 +18,7 @@ export {
 } from "./api.ts";
 export { defaultServerId } from "./controllers/binlog-archive-reconciler.ts";
 export { BACKUP_FINALIZER } from "./controllers/backup-reconciler.ts";
+export { RESTORE_FINALIZER, restoreRunId } from "./controllers/restore-reconciler.ts";
 export { SCHEDULE_LABEL, backupNameFor, backupsToPrune } from "./controllers/schedule-reconciler.ts";
 export { createMySQLBackupOperator, mysqlBackupOperator, type MySQLBackupOperatorOptions } from "./module.ts";
 export { dueTimesBetween, nextDueTime, ScheduleError, validateSchedule } from "./schedule/due-times.ts";

@@ -1,8 +1,10 @@
 // MySQLBackup: a one-shot operation (operation-reconciler.ts has the
 // lifecycle it shares with MySQLRestore). A run dumps the instance's databases
 // into its S3 folder (engine/). An interrupted run's partial upload is
-// removed; deletionPolicy Delete holds a finalizer that deletes the folder the
-// backup completed when the MySQLBackup is deleted.
+// removed — also when the MySQLBackup is deleted while a manager that is gone
+// left it Running, so every backup holds a finalizer until its run ends;
+// deletionPolicy Delete keeps it after that, to delete the folder the backup
+// completed when the MySQLBackup is deleted.
 import type { ReconcileContext } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, type MySQLBackup } from "../api.ts";
@@ -29,9 +31,15 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
   protected readonly retryAdvice = "Create a new MySQLBackup to retry.";
   protected readonly metrics = new RunMetrics(this.d.metrics, "mysqlbackup", "uncompressedBytes");
 
-  /** Only deletionPolicy Delete has something outside Kubernetes to clean up. */
+  /**
+   * deletionPolicy Delete: always (the folder goes with the MySQLBackup). Retain: until the run has ended — a
+   * run whose manager died leaves a partial upload that only a finalizer lets the next manager remove when the
+   * MySQLBackup is deleted before it was marked Interrupted; a finished Retain backup has nothing to clean up.
+   */
   protected holdsFinalizer(backup: MySQLBackup): boolean {
-    return (backup.spec.deletionPolicy ?? "Retain") === "Delete";
+    if ((backup.spec.deletionPolicy ?? "Retain") === "Delete") return true;
+    const phase = backup.status?.phase;
+    return phase !== "Completed" && phase !== "Failed";
   }
 
   protected async prepare(backup: MySQLBackup, instance: MySQLInstance, _key: string, ctx: ReconcileContext): Promise<PreparedRun> {

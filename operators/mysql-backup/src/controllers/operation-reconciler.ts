@@ -119,7 +119,7 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
     this.d = deps;
   }
 
-  /** Whether the object should carry the finalizer now (it is added before a run starts, removed once finished when no longer wanted). */
+  /** Whether the object should carry the finalizer now (added before a run starts; once finished, added or removed to match). */
   protected abstract holdsFinalizer(obj: T): boolean;
   /** Reads what the run needs; throws NotReady to wait for it, anything else to fail the reconcile with backoff. */
   protected abstract prepare(obj: T, instance: MySQLInstance, key: string, ctx: ReconcileContext): Promise<PreparedRun>;
@@ -137,7 +137,7 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
     const key = `${this.noun}/${ns}/${req.name}`;
     const found = this.d.cache.get<T>(this.resource, ns, req.name);
     if (!found) {
-      // Deleted while it carried no finalizer (a Retain backup, a restore past its cleanup): a run
+      // Deleted while it carried no finalizer (a finished Retain backup, a restore past its cleanup): a run
       // still going is stopped — never left to finish unseen.
       await this.d.tasks.cancel(key);
       this.metrics.forget({ namespace: ns, name: req.name });
@@ -151,7 +151,10 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
     if (phase === "Completed" || phase === "Failed") {
       // Exported from the status on every pass: a restarted manager exports what an earlier one recorded.
       if (phase === "Completed") this.metrics.completed(found);
-      if (!this.holdsFinalizer(found)) await removeFinalizer(this.d.client, this.resource, found, this.finalizer);
+      // The finalizer follows what the finished run still needs: a backup's deletionPolicy can be changed
+      // after it completed (to Delete: its folder then goes with it, so the finalizer is added).
+      if (this.holdsFinalizer(found)) await addFinalizer(this.d.client, this.resource, found, this.finalizer);
+      else await removeFinalizer(this.d.client, this.resource, found, this.finalizer);
       return undefined;
     }
     if (phase === "Running") {

@@ -15,7 +15,7 @@ import { rm } from "node:fs/promises";
 import type { ReconcileContext } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance } from "@stateward/mysql";
 import { MySQLRestoreKind, type MySQLRestore } from "../api.ts";
-import { cleanUpRestore, keptReplaced, locateRestoreSource, replacedTablesPlace, runRestore, stagingDatabaseName, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
+import { cleanUpRestore, keptReplaced, locateRestoreSource, replacedTablesPlace, runRestore, stagingDatabasesPattern, type RestoreSource, type StagingLeftovers } from "../restore/index.ts";
 import { downloadDirectory } from "../restore/point-in-time.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, restoreFailed } from "./failures.ts";
@@ -27,6 +27,11 @@ import type { OperationDeps } from "./operation.ts";
 import { resolveS3 } from "./s3-settings.ts";
 
 export const RESTORE_FINALIZER = "stateward.io/restore-cleanup";
+
+/** A run's id, which its staging names come from: the uid, so that a later cleanup finds what a killed run left. */
+export function restoreRunId(restore: MySQLRestore): string {
+  return restore.metadata.uid ?? `restore/${restore.metadata.namespace ?? ""}/${restore.metadata.name ?? ""}`;
+}
 
 /** What an interrupted in-place restore left, whether or not the server could be asked. */
 const APPLIED_IN_PLACE = "It was applying to the target in place, so the target may hold part of the data.";
@@ -63,8 +68,7 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
           source,
           databases: restore.spec.databases,
           mode,
-          // Staging names come from the uid: a later cleanup finds what a killed run left.
-          runId: restore.metadata.uid ?? key,
+          runId: restoreRunId(restore),
           signal,
           logger: ctx.log,
         });
@@ -93,8 +97,8 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
   /** Drops what a killed run of `restore` left on its target; returns a sentence saying what state the target is in. */
   protected async cleanUpInterrupted(restore: MySQLRestore, ctx: ReconcileContext): Promise<string> {
     const ns = restore.metadata.namespace ?? "";
-    const runId = restore.metadata.uid ?? `restore/${ns}/${restore.metadata.name ?? ""}`;
-    const staging = stagingDatabaseName(runId, 0).replace(/_1$/, "_*");
+    const runId = restoreRunId(restore);
+    const staging = stagingDatabasesPattern(runId);
     const instance = this.d.cache.get<MySQLInstance>(MySQLInstanceKind.resource, ns, restore.spec.instanceRef.name);
     // A killed manager's downloads are gone with its pod; one restarted in place finds them here (the server not needed).
     if (restore.spec.pointInTime) await rm(downloadDirectory(runId), { recursive: true, force: true }).catch(() => undefined);

@@ -9,4 +9,4 @@ export {
   type RestoreSource,
 } from "./restore.ts";
 export { leftTargetUntouched, targetNoteOf } from "./backup-restore.ts";
-export { cleanUpRestore, findLeftovers, keptReplaced, replacedTablesPlace, stagingDatabaseName, type StagingLeftovers } from "./staging.ts";
+export { cleanUpRestore, findLeftovers, keptReplaced, replacedTablesPlace, stagingDatabaseName, stagingDatabasesPattern, type StagingLeftovers } from "./staging.ts";

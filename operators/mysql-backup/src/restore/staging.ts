@@ -52,6 +52,11 @@ export function stagingDatabaseName(runId: string, index: number): string {
   return `${stagingPrefix}${runToken(runId)}_${index + 1}`;
 }
 
+/** The names of every staging database of a run, as a pattern for messages: `stw_restore_<token>_*`. */
+export function stagingDatabasesPattern(runId: string): string {
+  return `${stagingPrefix}${runToken(runId)}_*`;
+}
+
 /** `name`, cut to MySQL's 64-character limit for identifiers (and not ending in a space, which MySQL refuses). */
 function identifierOf(name: string): string {
   return name.slice(0, 64).trimEnd();
