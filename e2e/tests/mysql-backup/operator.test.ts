@@ -7,7 +7,7 @@
 import { AbortMultipartUploadCommand, CreateMultipartUploadCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
-import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeObject } from "@stateward/core";
+import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeObject, type LeaderElectionConfig } from "@stateward/core";
 import { MySQLInstanceKind } from "@stateward/mysql";
 import { databaseUserOperator } from "@stateward/operator-database-user";
 import { MySQLBackupKind, MySQLRestoreKind, createMySQLBackupOperator, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
@@ -50,9 +50,9 @@ async function keysUnder(prefix: string): Promise<string[]> {
   return (out.Contents ?? []).map((o) => o.Key ?? "");
 }
 
-async function startManager(): Promise<Manager> {
+async function startManager(leaderElection?: LeaderElectionConfig): Promise<Manager> {
   logs = captureLogs();
-  const m = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000 })
+  const m = new Manager({ kubeConfig: kubeConfigFrom(env.kubeconfig), namespaces: [ns], logger: logs.logger, gracefulShutdownMs: 10_000, leaderElection })
     .load(databaseUserOperator, createMySQLBackupOperator({ maxConcurrentOperations: 2 }));
   await m.start();
   return m;
@@ -243,6 +243,49 @@ describe("MySQLBackup and MySQLRestore", () => {
     await waitGone(client, BK, ns, name);
     expect(await keysUnder(folder)).toEqual([]);
     expect((await eventsAbout(client, ns, { name })).find((e) => e.reason === "Deleted")?.note).toMatch(/manager that is gone was running it\. Its partial upload was removed \(1 objects deleted/);
+  });
+
+  it("removes what a deleted backup had stored only once the manager that ran it has certainly stopped, not when the new leader starts", async () => {
+    // The run's manager held the Lease and was paused (a stopped process, a frozen VM): it still believes it
+    // leads, and once resumed it may write in-flight objects before its own timers tell it to stop. The
+    // new leader waits a lease duration after taking over (as for marking a run Interrupted) before
+    // deleting anything; deleting at once would leave what the old leader writes after it.
+    const name = "paused-leader";
+    const LEASE_MS = 4_000;
+    await client.create(BK, backup(name, { instanceRef: { name: "not-yet" } }));
+    await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, name)).status?.phase === "Pending" ? true : undefined));
+    await manager.stop();
+    const old = "manager-paused_0002";
+    const stamp = new Date().toISOString().replace(/(\.\d{3})\d*Z$/, "$1000Z");
+    await client.create(builtin.lease, {
+      apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "stateward-manager", namespace: ns },
+      spec: { holderIdentity: old, leaseDurationSeconds: LEASE_MS / 1000, acquireTime: stamp, renewTime: stamp },
+    } as KubeObject);
+    const folder = `operator-${suffix}/${ns}/${name}/`;
+    await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/schema.sql.gz`, Body: "partial" }));
+    await client.patch(BK, ns, name, { status: { phase: "Running", startedBy: old, startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
+    await client.delete(BK, ns, name);
+
+    manager = await startManager({ namespace: ns, leaseDurationMs: LEASE_MS, renewDeadlineMs: 3_000, retryPeriodMs: 250 });
+    try {
+      const leader = async () => (await client.get<KubeObject & { spec?: { holderIdentity?: string } }>(builtin.lease, ns, "stateward-manager")).spec?.holderIdentity;
+      await waitFor("the new manager leading", async () => ((await leader()) === manager.identity ? true : undefined), 30_000, 100);
+      const tookOverAt = Date.now();
+      // The paused manager resumes: an object it had in flight lands (as soon as the deleted MySQLBackup is
+      // gone, or half a lease duration after the takeover).
+      await waitFor("the MySQLBackup gone, or half a lease duration", async () => {
+        if (Date.now() >= tookOverAt + LEASE_MS / 2) return true;
+        return (await client.get<MySQLBackup>(BK, ns, name).then(() => false, () => true)) ? true : undefined;
+      }, 30_000, 50);
+      await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/data/0001-t.0001.sql.gz`, Body: "late" }));
+      await waitGone(client, BK, ns, name);
+      expect(await keysUnder(folder)).toEqual([]);
+      expect(logs.text()).toMatch(/waiting until that manager has certainly stopped/);
+    } finally {
+      await manager.stop();
+      await client.delete(builtin.lease, ns, "stateward-manager").catch(() => undefined);
+      manager = await startManager();
+    }
   });
 
   it("deletes the folder of a completed backup whose deletionPolicy was changed to Delete afterwards", async () => {

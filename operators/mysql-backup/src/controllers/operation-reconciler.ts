@@ -143,10 +143,7 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
       this.metrics.forget({ namespace: ns, name: req.name });
       return undefined;
     }
-    if (isBeingDeleted(found)) {
-      await this.delete(found, key, ctx);
-      return undefined;
-    }
+    if (isBeingDeleted(found)) return this.delete(found, key, ctx);
     const phase = found.status?.phase;
     if (phase === "Completed" || phase === "Failed") {
       // Exported from the status on every pass: a restarted manager exports what an earlier one recorded.
@@ -159,13 +156,8 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
     }
     if (phase === "Running") {
       if (this.d.tasks.isRunning(key)) return undefined;
-      const fenceMs = takeOverWaitMs(this.d, found.status);
-      if (fenceMs > 0) {
-        ctx.log.info(`${this.noun} left Running by another manager; waiting until that manager has certainly stopped`, {
-          startedBy: found.status?.startedBy, waitMs: fenceMs,
-        });
-        return { requeueAfter: fenceMs };
-      }
+      const fenceMs = this.untilPreviousManagerStopped(found, ctx);
+      if (fenceMs > 0) return { requeueAfter: fenceMs };
       await this.markInterrupted(found, ctx);
       return undefined;
     }
@@ -237,7 +229,7 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
    * Deletion: a task of this manager is aborted (it records how it ended),
    * then the kind's finalizer work runs and the finalizer goes.
    */
-  private async delete(obj: T, key: string, ctx: ReconcileContext): Promise<void> {
+  private async delete(obj: T, key: string, ctx: ReconcileContext): Promise<Result | undefined> {
     const wasRunning = this.d.tasks.isRunning(key);
     this.deleting.add(key);
     try {
@@ -245,7 +237,13 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
     } finally {
       this.deleting.delete(key);
     }
-    if (!hasFinalizer(obj, this.finalizer)) return;
+    if (!hasFinalizer(obj, this.finalizer)) return undefined;
+    if (!wasRunning && obj.status?.phase === "Running") {
+      // Left Running by another manager: what it stored is removed only once that manager has certainly
+      // stopped, as when it is marked Interrupted — a paused one may still write when it resumes.
+      const fenceMs = this.untilPreviousManagerStopped(obj, ctx);
+      if (fenceMs > 0) return { requeueAfter: fenceMs };
+    }
     await this.finalize(obj, wasRunning, ctx);
     // The task wrote the status meanwhile: the finalizer is removed from the current object.
     let live: T;
@@ -253,10 +251,26 @@ export abstract class OperationReconciler<T extends OperationObject> implements 
       live = await this.d.client.get<T>(this.resource, obj.metadata.namespace ?? "", obj.metadata.name ?? "");
     } catch (err) {
       // Released already (by an earlier pass over a stale cached copy): nothing left to do.
-      if (isNotFound(err)) return;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
     await removeFinalizer(this.d.client, this.resource, live, this.finalizer);
+    return undefined;
+  }
+
+  /**
+   * Milliseconds until the manager that left `obj` Running has certainly stopped acting (0: now, or it was
+   * this one): the new leader waits a lease duration after taking over (core/src/leader) before touching
+   * what that run was writing.
+   */
+  private untilPreviousManagerStopped(obj: T, ctx: ReconcileContext): number {
+    const fenceMs = takeOverWaitMs(this.d, obj.status);
+    if (fenceMs > 0) {
+      ctx.log.info(`${this.noun} left Running by another manager; waiting until that manager has certainly stopped`, {
+        startedBy: obj.status?.startedBy, waitMs: fenceMs,
+      });
+    }
+    return fenceMs;
   }
 
   /** A run left Running by a manager that is certainly gone: what it left is removed, and it is Failed (Interrupted). */
