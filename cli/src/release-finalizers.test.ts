@@ -36,6 +36,8 @@ describe("release-finalizers: what each finalizer would have cleaned up", () => 
     expect(cleanup.leftBehind).toMatch(/^the restore's staging databases \(stw_restore_[0-9a-f]{12}_\*\) on MySQLInstance shop\/db$/);
     expect(cleanup.action).toBe(`drop ${cleanup.leftBehind}`);
     for (const phase of [undefined, "Pending", "Completed", "Failed"]) expect(describeCleanup("MySQLRestore", restore(phase), "stateward.io/restore-cleanup").leftBehind).toBeUndefined();
+    const inPlace = { ...restore("Running"), status: { phase: "Running", mode: "InPlace" } };
+    expect(describeCleanup("MySQLRestore", inPlace, "stateward.io/restore-cleanup")).toEqual({ action: "do nothing (an in-place restore stages nothing; its target may hold part of the data)" });
   });
 
   it("lists only Stateward finalizers, and says so for one it does not know", () => {

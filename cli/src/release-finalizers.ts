@@ -75,6 +75,8 @@ export function describeCleanup(kind: string, obj: Described, finalizer: string)
     const phase = obj.status?.phase;
     if (phase === "Completed" || phase === "Failed") return { action: "do nothing (the restore has ended; its own cleanup ran)" };
     if (phase !== "Running") return { action: "do nothing (the restore has not started)" };
+    // In place there is nothing staged: the target holds what was applied, with or without the finalizer.
+    if (obj.status?.mode === "InPlace") return { action: "do nothing (an in-place restore stages nothing; its target may hold part of the data)" };
     const instance = (spec.instanceRef as { name?: string } | undefined)?.name ?? "?";
     const staging = `the restore's staging databases (${stagingDatabasesPattern(restoreRunId(obj as MySQLRestore))}) on MySQLInstance ${ns}/${instance}`;
     return { action: `drop ${staging}`, leftBehind: staging };

@@ -251,7 +251,7 @@ describe("MySQLBackup and MySQLRestore", () => {
     // new leader waits a lease duration after taking over (as for marking a run Interrupted) before
     // deleting anything; deleting at once would leave what the old leader writes after it.
     const name = "paused-leader";
-    const LEASE_MS = 4_000;
+    const LEASE_MS = 6_000;
     await client.create(BK, backup(name, { instanceRef: { name: "not-yet" } }));
     await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, name)).status?.phase === "Pending" ? true : undefined));
     await manager.stop();
@@ -266,15 +266,15 @@ describe("MySQLBackup and MySQLRestore", () => {
     await client.patch(BK, ns, name, { status: { phase: "Running", startedBy: old, startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
     await client.delete(BK, ns, name);
 
-    manager = await startManager({ namespace: ns, leaseDurationMs: LEASE_MS, renewDeadlineMs: 3_000, retryPeriodMs: 250 });
+    manager = await startManager({ namespace: ns, leaseDurationMs: LEASE_MS, renewDeadlineMs: 4_000, retryPeriodMs: 250 });
     try {
       const leader = async () => (await client.get<KubeObject & { spec?: { holderIdentity?: string } }>(builtin.lease, ns, "stateward-manager")).spec?.holderIdentity;
       await waitFor("the new manager leading", async () => ((await leader()) === manager.identity ? true : undefined), 30_000, 100);
       const tookOverAt = Date.now();
       // The paused manager resumes: an object it had in flight lands (as soon as the deleted MySQLBackup is
-      // gone, or half a lease duration after the takeover).
-      await waitFor("the MySQLBackup gone, or half a lease duration", async () => {
-        if (Date.now() >= tookOverAt + LEASE_MS / 2) return true;
+      // gone, or a quarter of a lease duration after the takeover).
+      await waitFor("the MySQLBackup gone, or a quarter of a lease duration", async () => {
+        if (Date.now() >= tookOverAt + LEASE_MS / 4) return true;
         return (await client.get<MySQLBackup>(BK, ns, name).then(() => false, () => true)) ? true : undefined;
       }, 30_000, 50);
       await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/data/0001-t.0001.sql.gz`, Body: "late" }));

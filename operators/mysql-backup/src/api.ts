@@ -95,7 +95,7 @@ function backupSpecFields() {
     databases: databasesSchema("Databases to back up. Default: every user database (not mysql, sys, information_schema, performance_schema)."),
     compression: optional(stringEnum(["gzip", "zstd", "none"], "Compression of each stored object.", { default: "gzip" })),
     deletionPolicy: optional(
-      stringEnum(["Retain", "Delete"], "What happens to the stored objects when this resource is deleted: Retain keeps them, Delete removes them.", {
+      stringEnum(["Retain", "Delete"], "What happens to the stored objects when this resource is deleted: Retain keeps them, Delete removes them. A run that has not finished has its partial upload removed either way.", {
         default: "Retain",
       }),
     ),
@@ -112,7 +112,7 @@ export const MySQLBackupKind = defineKind({
   description: "A consistent backup of a MySQL server's databases, streamed to S3 as plain SQL objects and a manifest.",
   spec: object(
     backupSpecFields(),
-    "The desired backup. A backup runs once; changing its spec afterwards has no effect, and storage cannot be changed at all.",
+    "The desired backup. A backup runs once; changing its spec afterwards has no effect on it (deletionPolicy still decides what deleting the MySQLBackup does), and storage cannot be changed at all.",
     {
       // Where a backup was written is what deleting it (deletionPolicy Delete)
       // removes; letting it be edited would point that at someone else's folder.
