@@ -49,11 +49,11 @@ export interface Cleanup {
 export function describeCleanup(kind: string, obj: Described, finalizer: string): Cleanup {
   const spec = obj.spec ?? {};
   const ns = obj.metadata.namespace ?? "";
+  const instance = (spec.instanceRef as { name?: string } | undefined)?.name ?? "?";
   if (kind === "DatabaseUser" && finalizer === DROP_ACCOUNT_FINALIZER) {
     if (spec.deletionPolicy === "Retain") return { action: "do nothing (deletionPolicy Retain keeps the MySQL account)" };
     const user = typeof spec.user === "string" ? spec.user : (obj.metadata.name ?? "");
     const host = typeof spec.host === "string" ? spec.host : "%";
-    const instance = (spec.instanceRef as { name?: string } | undefined)?.name ?? "?";
     const account = `the MySQL account '${user}'@'${host}' on MySQLInstance ${ns}/${instance}`;
     return { action: `drop ${account}`, leftBehind: account };
   }
@@ -77,7 +77,6 @@ export function describeCleanup(kind: string, obj: Described, finalizer: string)
     if (phase !== "Running") return { action: "do nothing (the restore has not started)" };
     // In place there is nothing staged: the target holds what was applied, with or without the finalizer.
     if (obj.status?.mode === "InPlace") return { action: "do nothing (an in-place restore stages nothing; its target may hold part of the data)" };
-    const instance = (spec.instanceRef as { name?: string } | undefined)?.name ?? "?";
     const staging = `the restore's staging databases (${stagingDatabasesPattern(restoreRunId(obj as MySQLRestore))}) on MySQLInstance ${ns}/${instance}`;
     return { action: `drop ${staging}`, leftBehind: staging };
   }

@@ -181,6 +181,15 @@ describe("MySQLBackup and MySQLRestore", () => {
   const startUpload = async (key: string) => (await s3.send(new CreateMultipartUploadCommand({ Bucket: env.s3.bucket, Key: key }))).UploadId ?? "";
   const uploadsUnder = async (prefix: string) => ((await s3.send(new ListMultipartUploadsCommand({ Bucket: env.s3.bucket, Prefix: prefix }))).Uploads ?? []).map((u) => u.Key);
 
+  /** What a run `startedBy` a manager that stopped leaves (one object stored, phase Running), then the MySQLBackup deleted; its folder. */
+  async function deletedWhileRunning(name: string, startedBy: string): Promise<string> {
+    const folder = `operator-${suffix}/${ns}/${name}/`;
+    await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/schema.sql.gz`, Body: "partial" }));
+    await client.patch(BK, ns, name, { status: { phase: "Running", startedBy, startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
+    await client.delete(BK, ns, name);
+    return folder;
+  }
+
   it("marks a backup left Running by a manager that died as Failed (Interrupted), never Running forever, and removes only its own partial upload", async () => {
     // What the killed run left in its folder, and the upload of another backup running now, whose name begins with this one's.
     const own = `operator-${suffix}/${ns}/killed/`;
@@ -235,10 +244,7 @@ describe("MySQLBackup and MySQLRestore", () => {
     await waitFor("Pending", async () => ((await client.get<MySQLBackup>(BK, ns, name)).status?.phase === "Pending" ? true : undefined));
     // No manager runs while the run that died is found Running and the MySQLBackup deleted.
     await manager.stop();
-    const folder = `operator-${suffix}/${ns}/${name}/`;
-    await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/schema.sql.gz`, Body: "partial" }));
-    await client.patch(BK, ns, name, { status: { phase: "Running", startedBy: "manager-that-died_0001", startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
-    await client.delete(BK, ns, name);
+    const folder = await deletedWhileRunning(name, "manager-that-died_0001");
     manager = await startManager();
     await waitGone(client, BK, ns, name);
     expect(await keysUnder(folder)).toEqual([]);
@@ -261,10 +267,7 @@ describe("MySQLBackup and MySQLRestore", () => {
       apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "stateward-manager", namespace: ns },
       spec: { holderIdentity: old, leaseDurationSeconds: LEASE_MS / 1000, acquireTime: stamp, renewTime: stamp },
     } as KubeObject);
-    const folder = `operator-${suffix}/${ns}/${name}/`;
-    await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: `${folder}0001-${db}/schema.sql.gz`, Body: "partial" }));
-    await client.patch(BK, ns, name, { status: { phase: "Running", startedBy: old, startTime: new Date().toISOString().replace(/\.\d{3}Z$/, "Z") } }, "merge", "status");
-    await client.delete(BK, ns, name);
+    const folder = await deletedWhileRunning(name, old);
 
     manager = await startManager({ namespace: ns, leaseDurationMs: LEASE_MS, renewDeadlineMs: 4_000, retryPeriodMs: 250 });
     try {

@@ -156,7 +156,7 @@ export function coversBackup(restored: readonly string[] | undefined, backedUp: 
 }
 
 /** Reads and decides everything before the run; the run downloads, verifies, restores and replays. */
-export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore, spec: PointInTimeSpec, instance: MySQLInstance, key: string, ctx: ReconcileContext): Promise<PreparedRun> {
+export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore, spec: PointInTimeSpec, instance: MySQLInstance, runId: string, ctx: ReconcileContext): Promise<PreparedRun> {
   const ns = restore.metadata.namespace ?? "";
   if (restore.spec.source?.s3) throw new Refused("InvalidSource", "spec.source.s3 cannot be combined with spec.pointInTime: a point-in-time restore starts from a MySQLBackup");
   const point = recoveryPoint(spec);
@@ -207,7 +207,7 @@ export async function preparePointInTime(d: OperationDeps, restore: MySQLRestore
           ...(restore.spec.databases ? { databases: restore.spec.databases } : {}),
           allDatabases,
           mode,
-          runId: restore.metadata.uid ?? key,
+          runId,
           signal,
           logger: ctx.log,
         });

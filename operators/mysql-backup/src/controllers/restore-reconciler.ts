@@ -51,9 +51,9 @@ export class RestoreReconciler extends OperationReconciler<MySQLRestore> {
     return phase !== "Completed" && phase !== "Failed";
   }
 
-  protected async prepare(restore: MySQLRestore, instance: MySQLInstance, key: string, ctx: ReconcileContext): Promise<PreparedRun> {
+  protected async prepare(restore: MySQLRestore, instance: MySQLInstance, _key: string, ctx: ReconcileContext): Promise<PreparedRun> {
     const ns = restore.metadata.namespace ?? "";
-    if (restore.spec.pointInTime) return preparePointInTime(this.d, restore, restore.spec.pointInTime, instance, key, ctx);
+    if (restore.spec.pointInTime) return preparePointInTime(this.d, restore, restore.spec.pointInTime, instance, restoreRunId(restore), ctx);
     const { source, description } = await this.source(restore, ns);
     const settings = await this.d.connector.connectionSettings(instance);
     // A dump file has no manifest to stage by: it is applied in place.
