@@ -59,17 +59,19 @@ export function describeCleanup(kind: string, obj: Described, finalizer: string)
   }
   if (kind === "MySQLBackup" && finalizer === BACKUP_FINALIZER) {
     // A backup holds the finalizer until its run ends whatever its policy: an unfinished run's partial upload is removed.
-    const finished = obj.status?.phase === "Completed" || obj.status?.phase === "Failed";
+    const phase = obj.status?.phase;
+    // A failed run removed what it had written; its location may even name another backup's folder (BackupExists).
+    if (phase === "Failed") return { action: "do nothing (the backup failed; its run removed what it had written)" };
     const retain = (spec.deletionPolicy ?? "Retain") !== "Delete";
-    if (retain && finished) return { action: "do nothing (deletionPolicy Retain keeps the stored backup)" };
+    if (retain && phase === "Completed") return { action: "do nothing (deletionPolicy Retain keeps the stored backup)" };
     const location = obj.status?.location;
     if (typeof location !== "string" || location === "") return { action: "do nothing (no backup was stored)" };
-    if (retain) {
-      const partial = `the partial upload of a backup that did not finish, in ${location}`;
-      return { action: `remove ${partial}`, leftBehind: partial };
+    if (phase === "Completed") {
+      const folder = `the backup folder ${location}`;
+      return { action: `delete ${folder} (its objects and any incomplete multipart upload)`, leftBehind: folder };
     }
-    const folder = `the backup folder ${location}`;
-    return { action: `delete ${folder} (its objects and any incomplete multipart upload)`, leftBehind: folder };
+    const partial = `the partial upload of a backup that did not finish, in ${location}`;
+    return { action: `remove ${partial}`, leftBehind: partial };
   }
   if (kind === "MySQLRestore" && finalizer === RESTORE_FINALIZER) {
     const phase = obj.status?.phase;
