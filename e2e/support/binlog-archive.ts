@@ -97,15 +97,15 @@ export async function getObject(s3: S3Client, bucket: string, key: string): Prom
 }
 
 /**
- * The archive's index.json, which a running archive rewrites as it goes. A read racing a rewrite once
- * got, from the test S3 server, a body and a checksum header of different versions ("Checksum mismatch
- * … x-amz-checksum-crc32", refused by the SDK): such a read is made again, a few times. (S3 itself
- * replaces an object atomically.)
+ * The archive's index.json (in `folder`, no trailing slash), which a running archive rewrites as it goes. A
+ * read racing a rewrite once got, from the test S3 server, a body and a checksum header of different
+ * versions ("Checksum mismatch … x-amz-checksum-crc32", refused by the SDK): such a read is made again, a
+ * few times. (S3 itself replaces an object atomically.)
  */
-async function getIndex(s3: S3Client, bucket: string, folder: string): Promise<Buffer> {
+export async function readArchiveIndex(s3: S3Client, bucket: string, folder: string): Promise<ArchiveIndex> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await getObject(s3, bucket, `${folder}/index.json`);
+      return parseArchiveIndex(await getObject(s3, bucket, `${folder}/index.json`));
     } catch (err) {
       if (attempt >= 5 || !messageOf(err).includes("Checksum mismatch")) throw err;
       await new Promise((r) => setTimeout(r, 200));
@@ -115,7 +115,7 @@ async function getIndex(s3: S3Client, bucket: string, folder: string): Promise<B
 
 /** The archive in `folder` (no trailing slash); throws when a file does not match what the index says of it. */
 export async function readArchive(s3: S3Client, bucket: string, folder: string): Promise<ArchiveContents> {
-  const index = parseArchiveIndex(await getIndex(s3, bucket, folder));
+  const index = await readArchiveIndex(s3, bucket, folder);
   const gtids: string[] = [];
   const files: Buffer[] = [];
   for (const f of index.files) {

@@ -8,7 +8,7 @@
 // over. And recovery across both is exact: a MySQLBackup taken before them,
 // restored with pointInTime into a separate server, replays the files of every
 // primary in turn up to the last GTID, or up to a former primary's last write.
-import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,11 +19,8 @@ import {
   MySQLBackupKind,
   MySQLBinlogArchiveKind,
   MySQLRestoreKind,
-  TransactionAssembler,
   createMySQLBackupOperator,
-  parseArchiveIndex,
   parseGtid,
-  readBinlogFile,
   type MySQLBackup,
   type MySQLBinlogArchive,
   type MySQLRestore,
@@ -51,11 +48,6 @@ let s3: S3Client;
 
 /** The server id the cluster gives a pod's server. */
 const serverIdOf = (pod: string) => SERVER_ID_BASE + Number(pod.slice(pod.lastIndexOf("-") + 1));
-
-async function getObject(key: string): Promise<Buffer> {
-  const res = await s3.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }));
-  return Buffer.from(await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
-}
 
 beforeAll(async () => {
   s3 = s3Client(env.s3);
@@ -97,25 +89,12 @@ describe("a MySQLBinlogArchive of a MySQLCluster", () => {
       return a.status?.archivedPosition === end && a.status.source?.startsWith(`server ${SERVER_ID_BASE + 1} at `) ? a : undefined;
     }, 90_000, 500);
 
-    const index = parseArchiveIndex(await getObject(`${prefix}/${ns}/orders/index.json`));
+    // Every file as the index lists it; one by one in every domain, from where the archive started to the new primary's position.
+    const { index, gtids } = await readArchive(s3, env.s3.bucket, `${prefix}/${ns}/orders`);
     expect(index).toMatchObject({ startPosition: start, position: end });
-    const gtids = [];
-    for (const f of index.files) {
-      const assembler = new TransactionAssembler();
-      for (const e of readBinlogFile(await getObject(`${prefix}/${ns}/orders/${f.key}`))) {
-        const item = assembler.push(e);
-        if (item.kind === "transaction") gtids.push(item.transaction.gtid);
-      }
-    }
-    // One by one in every domain, from where the archive started to the new primary's position.
-    const next = new Map([...(start ? start.split(",") : [])].map((g) => parseGtid(g)).map((g) => [g.domain, g.seq]));
-    for (const g of gtids) {
-      expect(g.seq, `GTID ${g.domain}-${g.server}-${g.seq}`).toBe((next.get(g.domain) ?? 0n) + 1n);
-      next.set(g.domain, g.seq);
-    }
-    expect(end.split(",").map((g) => parseGtid(g)).every((g) => next.get(g.domain) === g.seq)).toBe(true);
+    expect(sequenceFaults(gtids, start, end)).toEqual([]);
     // Written by the old primary, then by the new one.
-    expect([...new Set(gtids.map((g) => g.server))]).toEqual([SERVER_ID_BASE, SERVER_ID_BASE + 1]);
+    expect([...new Set(gtids.map((g) => parseGtid(g).server))]).toEqual([SERVER_ID_BASE, SERVER_ID_BASE + 1]);
   }, 300_000);
 });
 

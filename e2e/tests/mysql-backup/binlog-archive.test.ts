@@ -4,7 +4,7 @@
 // second server replays to the same data; a GTID gap is reported and nothing
 // past it archived; and the MySQLBinlogArchive kind runs it through
 // Kubernetes (status, Events, stopped on deletion).
-import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -19,7 +19,6 @@ import {
   TransactionAssembler,
   createMySQLBackupOperator,
   formatGtid,
-  parseArchiveIndex,
   readBinlogFile,
   type ArchiveIndex,
   type MySQLBinlogArchive,
@@ -27,7 +26,7 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { s3Client, startMariaDB, type MariaDBEndpoint } from "../../harness/index.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
-import { binlogPosition, startArchiver as startArchiverOn } from "../../support/binlog-archive.ts";
+import { binlogPosition, getObject as getObjectIn, readArchiveIndex, startArchiver as startArchiverOn } from "../../support/binlog-archive.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -43,10 +42,8 @@ let replay: MariaDBEndpoint & { pid: number };
 
 const connect = (ep: MariaDBEndpoint) => mysql.createConnection({ host: ep.host, port: ep.port, user: ep.user, password: ep.password, charset: "utf8mb4" });
 
-async function getObject(key: string): Promise<Buffer> {
-  const res = await s3.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }));
-  return Buffer.from(await (res.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
-}
+const getObject = (key: string): Promise<Buffer> => getObjectIn(s3, env.s3.bucket, key);
+const archiveIndex = (folder: string): Promise<ArchiveIndex> => readArchiveIndex(s3, env.s3.bucket, folder);
 
 /** The archiver on `prefix`, streaming from `target()` (the source by default). */
 const startArchiver = (prefix: string, target: () => MariaDBEndpoint = () => source) => startArchiverOn(env.s3, prefix, target);
@@ -69,7 +66,7 @@ interface ArchiveContents {
 
 /** Downloads the index and every file, checks each against the index, and reads the transactions back. */
 async function download(prefix: string, into: string): Promise<ArchiveContents> {
-  const index = parseArchiveIndex(await getObject(`${prefix}/index.json`));
+  const index = await archiveIndex(prefix);
   const gtids: string[] = [];
   const paths: string[] = [];
   for (const f of index.files) {
@@ -222,7 +219,7 @@ describe("the binlog archiver", () => {
         `GTID gap: the server sent 0-1-${seq + 5} after 0-1-${seq}; sequence number ${seq + 1} is missing from the stream`,
       );
       expect(archiving.archiver.progress().archivedPosition).toBe(before);
-      const index = parseArchiveIndex(await getObject(`${prefix}/index.json`));
+      const index = await archiveIndex(prefix);
       expect(index.position).toBe(before);
     } finally {
       await archiving.stop();
@@ -294,7 +291,7 @@ describe("MySQLBinlogArchive through Kubernetes", () => {
     await conn.query(`INSERT INTO ${db}.t VALUES (21)`);
     await conn.end();
     await new Promise((r) => setTimeout(r, 7_000));
-    const index = parseArchiveIndex(await getObject(`binlog-archive-test/${suffix}/${ns}/orders/index.json`));
+    const index = await archiveIndex(`binlog-archive-test/${suffix}/${ns}/orders`);
     // The archive stays in S3 (it is what a restore reads); nothing after the deletion went into it.
     expect(index.position).toBe(end);
   }, 180_000);

@@ -14,7 +14,7 @@
 // (ChecksumMismatch), a point before any backup (NoBackupBeforePoint), a
 // point in the future (PointInFuture); invalid specs are refused by the API
 // server.
-import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -30,7 +30,6 @@ import {
   TransactionAssembler,
   createMySQLBackupOperator,
   formatGtid,
-  parseArchiveIndex,
   readBinlogFile,
   type ArchiveIndex,
   type MySQLBackup,
@@ -40,6 +39,7 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { repoRoot, s3Client, startMariaDB, tools, type MariaDBEndpoint } from "../../harness/index.ts";
 import { backupCompleted, createBackupPrerequisites, createMySQLInstance, restoreFinished } from "../../support/backup-setup.ts";
+import { getObject as getObjectIn, readArchiveIndex } from "../../support/binlog-archive.ts";
 import { eventsAbout } from "../../support/events.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
@@ -84,13 +84,10 @@ async function rowsOf(table: string): Promise<Row[]> {
 /** One checksum of a table's rows, as the reference and the restored copy are compared. */
 const digest = (rows: Row[]) => createHash("sha256").update(JSON.stringify(rows)).digest("hex");
 
-async function getObject(key: string): Promise<Buffer> {
-  const res = await s3.send(new GetObjectCommand({ Bucket: env.s3.bucket, Key: key }));
-  return Buffer.from(await res.Body!.transformToByteArray());
-}
+const getObject = (key: string): Promise<Buffer> => getObjectIn(s3, env.s3.bucket, key);
 
 const archiveFolder = () => `${prefix}/${ns}/arch`;
-const archiveIndex = async (): Promise<ArchiveIndex> => parseArchiveIndex(await getObject(`${archiveFolder()}/index.json`));
+const archiveIndex = (): Promise<ArchiveIndex> => readArchiveIndex(s3, env.s3.bucket, archiveFolder());
 
 /** The commit time (whole seconds, as the binlog records it) of an archived transaction. */
 async function commitTime(gtid: string): Promise<Date> {
