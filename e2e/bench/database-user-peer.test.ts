@@ -37,12 +37,19 @@ describe("the peer comparison", () => {
     // A method one run never used counts 0 in it.
     expect(combined.apiRequestsByMethod).toEqual({ GET: 2005, PUT: 500, PATCH: 1 });
     expect(combined.failures).toEqual(["a", "b"]);
+    expect(combineRuns([run({ serverCpuSeconds: { "kube-apiserver": 20, etcd: 4 } }), run({ serverCpuSeconds: { "kube-apiserver": 24 } })]).serverCpuSeconds)
+      .toEqual({ "kube-apiserver": 22, etcd: 2 });
     expect(() => combineRuns([])).toThrow(/no runs/);
   });
 
   it("gives ours as the value and the peer's as the reference", () => {
     const rows = comparisonRows(combineRuns([run({ readySeconds: 15 }), run({ readySeconds: 17 })]), combineRuns([run({ readySeconds: 16 })]));
     expect(rows[0]).toMatchObject({ metric: "vs peer: time until all 1,000 Ready", value: 16, reference: 16, unit: "s" });
+    // A server's CPU only where both sides measured it.
+    const withServers = comparisonRows(run({ serverCpuSeconds: { "kube-apiserver": 21, etcd: 4 } }), run({ serverCpuSeconds: { "kube-apiserver": 20 } }));
+    expect(withServers.filter((r) => r.metric.includes("CPU, whole run") && !r.metric.includes("manager"))).toEqual([
+      { metric: "vs peer: kube-apiserver CPU, whole run", value: 21, unit: "s", reference: 20, note: undefined },
+    ]);
   });
 
   it("gives the time ratio pair by pair, with the 95 % interval of its mean", () => {

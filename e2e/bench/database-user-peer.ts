@@ -9,7 +9,10 @@
 // command line: compiled, with its V8 flags; support/image-command.ts), on
 // the environment's control plane and MariaDB. Both managers are measured the
 // same way, from /proc (CPU, peak RSS) and their own /metrics (API requests,
-// reconciles); SQL per user is MariaDB's server-wide Questions counter.
+// reconciles); SQL per user is MariaDB's server-wide Questions counter. The
+// servers' CPU over each run (kube-apiserver, etcd: /proc of the harness's
+// processes) says what each manager's requests and watches cost the control
+// plane, most of a two-core machine's work.
 //
 // One run of each is one sample of a noisy quantity: on two shared cores the same
 // manager's time until all Ready varies by ±15 % from run to run (a fifth at times),
@@ -29,6 +32,7 @@ import { randomBytes } from "node:crypto";
 import { cacheDir, repoRoot, type EnvironmentInfo } from "../harness/index.ts";
 import { imageCommand } from "../support/image-command.ts";
 import type { BenchRow } from "./benchmark.ts";
+import { cpuSeconds } from "./process-usage.ts";
 
 /** What the peer's driver writes with --json (the fields used here). */
 export interface DriverResult {
@@ -47,6 +51,28 @@ export interface DriverResult {
   apiRequestsByMethod?: Record<string, number>;
   reconcilesDatabaseUser?: number;
   failures: string[] | null;
+  /**
+   * CPU seconds each of the environment's servers used while the driver ran (added here, not by the
+   * driver): on two cores the control plane is most of the machine, and its share is what a manager's
+   * requests and watches cost it.
+   */
+  serverCpuSeconds?: Record<string, number>;
+}
+
+/** The environment's servers whose CPU a run is charged with, by the harness's process names (MariaDB only when the harness started it). */
+const SERVERS = ["kube-apiserver", "etcd", "mariadbd"];
+
+/** CPU seconds each of the environment's servers has used since it started, by name; one no longer running is left out. */
+function serversCpu(env: EnvironmentInfo): Record<string, number> {
+  const used: Record<string, number> = {};
+  for (const p of env.processes.filter((p) => SERVERS.includes(p.name))) {
+    try {
+      used[p.name] = cpuSeconds(p.pid);
+    } catch {
+      // Gone (the environment is stopping): the run gets no figure for it.
+    }
+  }
+  return used;
 }
 
 export interface PeerComparison {
@@ -103,6 +129,7 @@ export function combineRuns(runs: DriverResult[]): DriverResult {
     apiRequestsByMethod: meanByKey(runs.map((r) => r.apiRequestsByMethod)),
     reconcilesDatabaseUser: avg((r) => r.reconcilesDatabaseUser ?? 0),
     failures: runs.flatMap((r) => r.failures ?? []),
+    serverCpuSeconds: meanByKey(runs.map((r) => r.serverCpuSeconds)),
   };
 }
 
@@ -166,6 +193,7 @@ export async function comparePeer(env: EnvironmentInfo, users: number): Promise<
     const label = `${who}-${results[who].length + 1}`;
     const json = join(out, `${label}.json`);
     console.log(`  peer: run ${i + 1}/${order.length}, ${users} DatabaseUsers against ${who === "peer" ? "the controller-runtime peer" : "our manager (a separate process)"} (log: ${out}/${label}-driver.log) ...`);
+    const serversBefore = serversCpu(env);
     const code = await run(
       join(bin, "bench"),
       [
@@ -181,11 +209,14 @@ export async function comparePeer(env: EnvironmentInfo, users: number): Promise<
       failures.push(`the peer's driver wrote no result for ${label} (exit ${code}): see ${out}/${label}-driver.log`);
       continue;
     }
+    const serversAfter = serversCpu(env);
     const result = JSON.parse(readFileSync(json, "utf8")) as DriverResult;
+    result.serverCpuSeconds = Object.fromEntries(Object.keys(serversAfter).filter((k) => k in serversBefore).map((k) => [k, (serversAfter[k] ?? 0) - (serversBefore[k] ?? 0)]));
     results[who].push(result);
     failures.push(...(result.failures ?? []).map((f) => `${label}: ${f}`));
     if (code !== 0 && (result.failures ?? []).length === 0) failures.push(`${label}: the driver exited ${code}: see ${out}/${label}-driver.log`);
-    console.log(`  peer: ${label}: all Ready ${result.readySeconds.toFixed(2)} s, CPU ${result.cpuSecondsCreatePhase.toFixed(2)} s, peak ${MiB(result.vmHWMKiB).toFixed(1)} MiB`);
+    const servers = Object.entries(result.serverCpuSeconds).map(([name, cpu]) => `, ${name} ${cpu.toFixed(2)} s`).join("");
+    console.log(`  peer: ${label}: all Ready ${result.readySeconds.toFixed(2)} s, CPU ${result.cpuSecondsCreatePhase.toFixed(2)} s${servers}, peak ${MiB(result.vmHWMKiB).toFixed(1)} MiB`);
   }
   // A side with a missing run is not compared: its mean would stand for fewer runs than the other's.
   if (results.peer.length < order.length / 2 || results.ours.length < order.length / 2) return { rows: [], failures, details: { peerRuns: out } };
@@ -260,5 +291,9 @@ export function comparisonRows(ours: DriverResult, peer: DriverResult): BenchRow
     vs("API requests (manager's own count)", "requests", (r) => total(r.apiRequestsByMethod)),
     vs("DatabaseUser reconciles", "", (r) => r.reconcilesDatabaseUser ?? 0),
     vs("SQL statements per user while creating (~, server-wide Questions)", "", sqlPerUser),
+    // What each manager's work costs the servers it talks to, over the driver's whole run (start, create, rotate, delete).
+    ...SERVERS.filter((name) => name in (ours.serverCpuSeconds ?? {}) && name in (peer.serverCpuSeconds ?? {})).map((name) =>
+      vs(`${name} CPU, whole run`, "s", (r) => r.serverCpuSeconds?.[name] ?? 0),
+    ),
   ];
 }
