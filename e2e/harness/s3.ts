@@ -16,6 +16,8 @@ export interface S3Endpoint {
   bucket: string;
   pid: number;
   logFile: string;
+  /** Where the server keeps the objects, <dataDir>/<bucket>/<key> (tests damage one at rest); absent in a state.json written before it. */
+  dataDir?: string;
 }
 
 export function s3Client(ep: Pick<S3Endpoint, "endpoint" | "region" | "accessKeyId" | "secretAccessKey">): S3Client {
@@ -57,5 +59,5 @@ export async function startS3(dir: string, detached: boolean): Promise<S3Endpoin
     return true;
   }, 30_000);
   client.destroy();
-  return { ...ep, pid: proc.pid, logFile };
+  return { ...ep, pid: proc.pid, logFile, dataDir: data };
 }

@@ -16,7 +16,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { spawn, execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -309,6 +309,37 @@ describe("backup and restore of the torture schema and a million-row table", () 
       expect(dbs).toEqual([]);
     } finally {
       await s3.send(new PutObjectCommand({ Bucket: env.s3.bucket, Key: key, Body: original }));
+    }
+  }, 60_000);
+
+  it("refuses an object damaged at rest in the bucket (its bytes no longer match the checksum S3 stored with it), naming it", async () => {
+    // Damaged on the S3 server's disk, not replaced through the API: the checksum stored at upload stays.
+    const damage = (key: string): (() => void) => {
+      const file = join(env.s3.dataDir ?? "", env.s3.bucket, key);
+      const original = readFileSync(file);
+      const damaged = Buffer.from(original);
+      damaged[damaged.length - 1]! ^= 0x01;
+      writeFileSync(file, damaged);
+      return () => writeFileSync(file, original);
+    };
+    expect(env.s3.dataDir, "the test S3 server's data directory").toBeDefined();
+    const manifest = await readBackupManifest(at(prefix));
+    const target = manifest.objects.find((o) => o.table === "customer")!;
+    await dropDatabases(admin, torture);
+    for (const [key, names] of [
+      [`${prefix}/manifest.json`, `s3://${env.s3.bucket}/${prefix}/manifest.json is damaged`],
+      [`${prefix}/${target.key}`, target.key],
+    ] as const) {
+      const repair = damage(key);
+      try {
+        const err = (await runRestore({ target: root, source: { backup: at(prefix) }, databases: [torture] }).catch((e: unknown) => e)) as BackupError;
+        expect(err).toBeInstanceOf(BackupError);
+        expect({ reason: err.reason, names: err.message.includes(names) }).toEqual({ reason: "ChecksumMismatch", names: true });
+        const [dbs] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [torture]);
+        expect(dbs).toEqual([]);
+      } finally {
+        repair();
+      }
     }
   }, 60_000);
 

@@ -98,6 +98,18 @@ export function describeLocation(bucket: string, key: string): string {
   return `s3://${bucket}/${key}`;
 }
 
+/** How many times getBytes reads an object whose bytes do not match its stored checksum before calling it damaged. */
+const checksumReadAttempts = 3;
+
+/**
+ * Whether `err` is the SDK's refusal of a response body that does not match the checksum S3 stored with
+ * the object (x-amz-checksum-*, validated on every GetObject by default). The SDK gives it no name or code,
+ * only this message.
+ */
+export function isStoredChecksumMismatch(err: unknown): boolean {
+  return err instanceof Error && !(err instanceof BackupError) && err.message.startsWith("Checksum mismatch");
+}
+
 export function createS3Client(options: S3Options): S3Client {
   const agent = new Agent({
     keepAlive: true,
@@ -233,8 +245,25 @@ export class BucketClient {
     }
   }
 
-  /** The object's bytes; refuses objects over `maxBytes` (meant for manifests). */
+  /**
+   * The object's bytes; refuses objects over `maxBytes` (meant for manifests and indexes). Bytes that do
+   * not match the checksum S3 stored with the object are read again (a read racing a rewrite, or damaged
+   * on the way), then refused as ChecksumMismatch naming the object: damaged in the bucket.
+   */
   async getBytes(key: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.readWhole(key, maxBytes, signal);
+      } catch (err) {
+        if (!isStoredChecksumMismatch(err)) throw err;
+        if (attempt >= checksumReadAttempts) {
+          throw new BackupError("ChecksumMismatch", `${describeLocation(this.bucket, key)} is damaged: read ${attempt} times, its bytes never matched the checksum S3 stored with it (${messageOf(err)})`, { cause: err });
+        }
+      }
+    }
+  }
+
+  private async readWhole(key: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
     const body = await this.openRead(key, signal);
     const chunks: Buffer[] = [];
     let size = 0;
