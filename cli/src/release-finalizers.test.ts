@@ -15,16 +15,24 @@ describe("release-finalizers: what each finalizer would have cleaned up", () => 
   });
 
   it("names the backup folder a MySQLBackup's finalizer would delete, and nothing when none was stored", () => {
-    const backup = { metadata: { name: "b", namespace: "shop" }, spec: { deletionPolicy: "Delete" }, status: { phase: "Completed", location: "s3://bk/x/shop/b/" } };
+    const storage = { s3: { bucket: "bk", prefix: "x", endpoint: "https://s3.example" } };
+    const backup = {
+      metadata: { name: "b", namespace: "shop" },
+      spec: { deletionPolicy: "Delete", storage },
+      status: { phase: "Completed", location: "s3://bk/x/shop/b/", storage: { bucket: "bk", prefix: "x/shop/b" } },
+    };
     expect(describeCleanup("MySQLBackup", backup, "stateward.io/delete-stored-backup").leftBehind).toBe("the backup folder s3://bk/x/shop/b/");
+    // Completed by a release that did not record status.storage: where the spec says, as the finalizer deletes it.
+    expect(describeCleanup("MySQLBackup", { ...backup, status: { phase: "Completed" } }, "stateward.io/delete-stored-backup").leftBehind)
+      .toBe("the backup folder s3://bk/x/shop/b/ at https://s3.example");
     expect(describeCleanup("MySQLBackup", { ...backup, status: {} }, "stateward.io/delete-stored-backup").leftBehind).toBeUndefined();
   });
 
   it("under Delete, names only the partial upload of a run that did not finish, and nothing for a failed one", () => {
-    // A failed run removed what it wrote, and its location may be another backup's folder (it failed with BackupExists).
+    // A failed run's finalizer deletes nothing, and its location may be another backup's folder (it failed with BackupExists).
     const deleted = (phase: string) => ({ metadata: { name: "b", namespace: "shop" }, spec: { deletionPolicy: "Delete" }, status: { phase, location: "s3://bk/x/shop/other/" } });
     expect(describeCleanup("MySQLBackup", deleted("Failed"), "stateward.io/delete-stored-backup")).toEqual({
-      action: "do nothing (the backup failed; its run removed what it had written)",
+      action: "do nothing (the backup failed; its status and Events say whether its run left anything in the bucket)",
     });
     expect(describeCleanup("MySQLBackup", deleted("Running"), "stateward.io/delete-stored-backup").leftBehind)
       .toBe("the partial upload of a backup that did not finish, in s3://bk/x/shop/other/");

@@ -104,6 +104,12 @@ function meanByKey(maps: (Record<string, number> | undefined)[]): Record<string,
   return Object.fromEntries([...keys].map((k) => [k, mean(maps.map((m) => m?.[k] ?? 0))]));
 }
 
+/** Means of measurements keyed by name, each over the runs that measured it (a server gone from a run is not a 0). */
+function meanOfMeasured(maps: (Record<string, number> | undefined)[]): Record<string, number> {
+  const keys = new Set(maps.flatMap((m) => Object.keys(m ?? {})));
+  return Object.fromEntries([...keys].map((k) => [k, mean(maps.flatMap((m) => (m && k in m ? [m[k] ?? 0] : [])))]));
+}
+
 /**
  * One result standing for several runs of the same manager: the mean of times, CPU and work
  * (requests, reconciles, SQL), the highest of the memory figures (a limit must hold for the worst
@@ -129,7 +135,7 @@ export function combineRuns(runs: DriverResult[]): DriverResult {
     apiRequestsByMethod: meanByKey(runs.map((r) => r.apiRequestsByMethod)),
     reconcilesDatabaseUser: avg((r) => r.reconcilesDatabaseUser ?? 0),
     failures: runs.flatMap((r) => r.failures ?? []),
-    serverCpuSeconds: meanByKey(runs.map((r) => r.serverCpuSeconds)),
+    serverCpuSeconds: meanOfMeasured(runs.map((r) => r.serverCpuSeconds)),
   };
 }
 

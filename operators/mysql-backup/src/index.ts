@@ -18,6 +18,7 @@ export {
 } from "./api.ts";
 export { defaultServerId } from "./controllers/binlog-archive-reconciler.ts";
 export { BACKUP_FINALIZER } from "./controllers/backup-reconciler.ts";
+export { backupFolder } from "./controllers/s3-settings.ts";
 export { RESTORE_FINALIZER, restoreRunId } from "./controllers/restore-reconciler.ts";
 export { SCHEDULE_LABEL, backupNameFor, backupsToPrune } from "./controllers/schedule-reconciler.ts";
 export { createMySQLBackupOperator, mysqlBackupOperator, type MySQLBackupOperatorOptions } from "./module.ts";

@@ -107,7 +107,7 @@ const checksumReadAttempts = 3;
  * only this message.
  */
 export function isStoredChecksumMismatch(err: unknown): boolean {
-  return err instanceof Error && !(err instanceof BackupError) && err.message.startsWith("Checksum mismatch");
+  return err instanceof Error && !(err instanceof BackupError) && !("$metadata" in err) && err.message.startsWith("Checksum mismatch");
 }
 
 export function createS3Client(options: S3Options): S3Client {
@@ -156,6 +156,10 @@ export function s3Failure(err: unknown, what: string, options: S3Options & { buc
   const endpoint = endpointOf(options);
   if (e.name === "AbortError") {
     return new BackupError("Aborted", `could not ${what}: the request was aborted`, { retryable: true, cause: err });
+  }
+  if (isStoredChecksumMismatch(err)) {
+    // Not "unreachable": S3 answered, with bytes that are not what it stored.
+    return new BackupError("ChecksumMismatch", `could not ${what}: its bytes do not match the checksum S3 stored with the object (${messageOf(err)})`, { cause: err });
   }
   if (status === undefined) {
     // No HTTP response at all: DNS, refused connection, TLS or a timeout.
@@ -255,7 +259,7 @@ export class BucketClient {
       try {
         return await this.readWhole(key, maxBytes, signal);
       } catch (err) {
-        if (!isStoredChecksumMismatch(err)) throw err;
+        if (!isStoredChecksumMismatch(err)) throw this.fail(err, `read ${describeLocation(this.bucket, key)}`);
         if (attempt >= checksumReadAttempts) {
           throw new BackupError("ChecksumMismatch", `${describeLocation(this.bucket, key)} is damaged: read ${attempt} times, its bytes never matched the checksum S3 stored with it (${messageOf(err)})`, { cause: err });
         }
