@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
 import { KubeClient, isNotFound, messageOf, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
 import { FINALIZER as DROP_ACCOUNT_FINALIZER } from "@stateward/operator-database-user";
-import { BACKUP_FINALIZER, RESTORE_FINALIZER, backupFolder, restoreRunId, stagingDatabasesPattern, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
+import { BACKUP_FINALIZER, RESTORE_FINALIZER, completedStorage, describeStorage, restoreRunId, stagingDatabasesPattern, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { listAll } from "./commands/common.ts";
 import { UsageError, selectOperators } from "./operators.ts";
 
@@ -45,13 +45,6 @@ export interface Cleanup {
   leftBehind?: string;
 }
 
-/** Where a completed backup is stored, as its finalizer deletes it: status.storage, else (an older release) spec.storage. */
-function completedFolder(backup: MySQLBackup): string {
-  const s3 = backup.spec.storage.s3;
-  const stored = backup.status?.storage ?? { bucket: s3.bucket, prefix: backupFolder(s3.prefix, backup.metadata.namespace ?? "", backup.metadata.name ?? ""), endpoint: s3.endpoint };
-  return `s3://${stored.bucket}/${stored.prefix}/${stored.endpoint ? ` at ${stored.endpoint}` : ""}`;
-}
-
 /** What `finalizer` on `obj` (of `kind`) would have cleaned up, in words a user can act on. */
 export function describeCleanup(kind: string, obj: Described, finalizer: string): Cleanup {
   const spec = obj.spec ?? {};
@@ -72,7 +65,7 @@ export function describeCleanup(kind: string, obj: Described, finalizer: string)
     const retain = (spec.deletionPolicy ?? "Retain") !== "Delete";
     if (retain && phase === "Completed") return { action: "do nothing (deletionPolicy Retain keeps the stored backup)" };
     if (phase === "Completed") {
-      const folder = `the backup folder ${completedFolder(obj as MySQLBackup)}`;
+      const folder = `the backup folder ${describeStorage(completedStorage(obj as MySQLBackup))}`;
       return { action: `delete ${folder} (its objects and any incomplete multipart upload)`, leftBehind: folder };
     }
     const location = obj.status?.location;

@@ -98,16 +98,13 @@ export function runOrder(n: number): ("peer" | "ours")[] {
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-/** Means of counters keyed by name (API requests by method, SQL counters): a key missing from a run counts 0. */
-function meanByKey(maps: (Record<string, number> | undefined)[]): Record<string, number> {
+/**
+ * Means by name over the runs. Counters (API requests by method, SQL counters): a key missing from a run
+ * counts 0. Measurements (`skipMissing`, a server's CPU): each over the runs that measured it.
+ */
+function meanByKey(maps: (Record<string, number> | undefined)[], { skipMissing = false } = {}): Record<string, number> {
   const keys = new Set(maps.flatMap((m) => Object.keys(m ?? {})));
-  return Object.fromEntries([...keys].map((k) => [k, mean(maps.map((m) => m?.[k] ?? 0))]));
-}
-
-/** Means of measurements keyed by name, each over the runs that measured it (a server gone from a run is not a 0). */
-function meanOfMeasured(maps: (Record<string, number> | undefined)[]): Record<string, number> {
-  const keys = new Set(maps.flatMap((m) => Object.keys(m ?? {})));
-  return Object.fromEntries([...keys].map((k) => [k, mean(maps.flatMap((m) => (m && k in m ? [m[k] ?? 0] : [])))]));
+  return Object.fromEntries([...keys].map((k) => [k, mean(maps.flatMap((m) => (m && k in m ? [m[k] ?? 0] : skipMissing ? [] : [0])))]));
 }
 
 /**
@@ -135,7 +132,7 @@ export function combineRuns(runs: DriverResult[]): DriverResult {
     apiRequestsByMethod: meanByKey(runs.map((r) => r.apiRequestsByMethod)),
     reconcilesDatabaseUser: avg((r) => r.reconcilesDatabaseUser ?? 0),
     failures: runs.flatMap((r) => r.failures ?? []),
-    serverCpuSeconds: meanOfMeasured(runs.map((r) => r.serverCpuSeconds)),
+    serverCpuSeconds: meanByKey(runs.map((r) => r.serverCpuSeconds), { skipMissing: true }),
   };
 }
 

@@ -17,8 +17,7 @@ export {
   type MySQLRestore,
 } from "./api.ts";
 export { defaultServerId } from "./controllers/binlog-archive-reconciler.ts";
-export { BACKUP_FINALIZER } from "./controllers/backup-reconciler.ts";
-export { backupFolder } from "./controllers/s3-settings.ts";
+export { BACKUP_FINALIZER, completedStorage, describeStorage } from "./controllers/backup-reconciler.ts";
 export { RESTORE_FINALIZER, restoreRunId } from "./controllers/restore-reconciler.ts";
 export { SCHEDULE_LABEL, backupNameFor, backupsToPrune } from "./controllers/schedule-reconciler.ts";
 export { createMySQLBackupOperator, mysqlBackupOperator, type MySQLBackupOperatorOptions } from "./module.ts";

@@ -21,6 +21,23 @@ export const BACKUP_FINALIZER = "stateward.io/delete-stored-backup";
 
 export type BackupReconcilerDeps = OperationDeps;
 
+/** Where a completed backup is stored: status.storage, recorded when it completed, else (a release that did not record it) spec.storage. */
+export function completedStorage(backup: MySQLBackup): NonNullable<NonNullable<MySQLBackup["status"]>["storage"]> {
+  const s3 = backup.spec.storage.s3;
+  return backup.status?.storage ?? {
+    bucket: s3.bucket,
+    prefix: backupFolder(s3.prefix, backup.metadata.namespace ?? "", backup.metadata.name ?? ""),
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: s3.forcePathStyle,
+  };
+}
+
+/** "s3://<bucket>/<prefix>/ at <endpoint>", for messages. */
+export function describeStorage(stored: { bucket: string; prefix: string; endpoint?: string }): string {
+  return `s3://${stored.bucket}/${stored.prefix}/${stored.endpoint ? ` at ${stored.endpoint}` : ""}`;
+}
+
 /** Deletion failures that retrying will not fix: the finalizer is released with a Warning instead. */
 const permanentDeleteFailures = new Set(["SecretNotFound", "SecretKeyMissing", "StorageAccessDenied", "BucketNotFound"]);
 
@@ -117,17 +134,9 @@ export class BackupReconciler extends OperationReconciler<MySQLBackup> {
   private async deleteStored(backup: MySQLBackup, ctx: ReconcileContext): Promise<void> {
     const ns = backup.metadata.namespace ?? "";
     const name = backup.metadata.name ?? "";
-    const status = backup.status;
-    if (status?.phase !== "Completed") return;
-    // Completed by a version that did not record status.storage: spec.storage is where it wrote.
-    const stored = status.storage ?? {
-      bucket: backup.spec.storage.s3.bucket,
-      prefix: backupFolder(backup.spec.storage.s3.prefix, ns, name),
-      endpoint: backup.spec.storage.s3.endpoint,
-      region: backup.spec.storage.s3.region,
-      forcePathStyle: backup.spec.storage.s3.forcePathStyle,
-    };
-    const where = `s3://${stored.bucket}/${stored.prefix}/${stored.endpoint ? ` at ${stored.endpoint}` : ""}`;
+    if (backup.status?.phase !== "Completed") return;
+    const stored = completedStorage(backup);
+    const where = describeStorage(stored);
     try {
       const s3 = await resolveS3(ns, backup.spec.storage.s3, this.d.secrets);
       const deleted = await deleteBackup({
