@@ -5,7 +5,8 @@
 // `throttle()` limits the bandwidth of all connections together, and
 // `leaveUnanswered()` lets chosen plain-HTTP requests (or plain MySQL
 // queries) reach the server but never their answers (a request done whose
-// client saw it fail).
+// client saw it fail), and `damageAnswers()` flips a bit in the body of chosen
+// plain-HTTP answers (bytes damaged on the way).
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export class TcpProxy {
@@ -17,6 +18,10 @@ export class TcpProxy {
   private bytesPerSecond = 0;
   private unansweredRequests: RegExp | undefined;
   private cutUnanswered = false;
+  private damagedRequests: RegExp | undefined;
+  private answersToDamage = 0;
+  /** Answers damaged by damageAnswers so far. */
+  damaged = 0;
   /** Requests left unanswered by leaveUnanswered so far. */
   unanswered = 0;
   /** When the shared link is free again (throttled): each chunk waits its turn. */
@@ -52,13 +57,35 @@ export class TcpProxy {
     let clientWrites = 0;
     // leaveUnanswered: from a matching request on, the server's bytes on this connection are dropped.
     let swallowing = false;
+    // damageAnswers: "head" while the answer's head is still coming, "body" when its body starts with the next chunk.
+    let damaging: false | "head" | "body" = false;
     client.on("data", (chunk: Buffer) => {
       clientWrites++;
-      if (!swallowing && this.unansweredRequests?.test(chunk.toString("latin1"))) {
+      const head = chunk.toString("latin1");
+      if (!swallowing && this.unansweredRequests?.test(head)) {
         swallowing = true;
         this.unanswered++;
       }
+      if (this.answersToDamage > 0 && this.damagedRequests?.test(head)) {
+        this.answersToDamage--;
+        damaging = "head";
+      }
     });
+    // Flips the lowest bit of the answer's first body byte; Content-Length and the headers stay as sent.
+    const damage = (chunk: Buffer): void => {
+      let at = 0;
+      if (damaging === "head") {
+        const end = chunk.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        at = end + 4;
+        damaging = "body";
+      }
+      if (at < chunk.length) {
+        chunk[at]! ^= 0x01;
+        damaging = false;
+        this.damaged++;
+      }
+    };
     // Throttled chunks wait for their turn, as in a slow link's send buffer. A client that closes
     // loses what it had not sent yet (its bytes never reach the server); a server that closes
     // right after its answer (an S3 server does) closes the client once the answer is delivered.
@@ -69,6 +96,7 @@ export class TcpProxy {
         // A frozen pair swallows data: both ends see a silent, open connection.
         if (pair.frozen) return;
         if (unanswered && from === upstream && clientWrites >= 2) return;
+        if (damaging && from === upstream) damage(chunk);
         if (swallowing && from === upstream) {
           // The server answered (it did the request): the client only sees its connection drop.
           if (this.cutUnanswered) close();
@@ -132,6 +160,16 @@ export class TcpProxy {
   leaveUnanswered(request: RegExp | undefined, opts: { cut?: boolean } = {}): void {
     this.unansweredRequests = request;
     this.cutUnanswered = opts.cut ?? false;
+  }
+
+  /**
+   * Plain HTTP: the answers to the next `times` requests whose head matches `request` arrive with the
+   * first byte of their body altered (meant for answers with a Content-Length body, such as a GET of an
+   * object: the bytes arrive whole and on time, but not as the server sent them).
+   */
+  damageAnswers(request: RegExp | undefined, times = 1): void {
+    this.damagedRequests = request;
+    this.answersToDamage = request ? times : 0;
   }
 
   /** Limits all connections together to `bytesPerSecond` in each direction's sum (0 lifts the limit). */

@@ -379,7 +379,7 @@ describe("compressions, cancellation and S3 failures", () => {
   afterAll(async () => {
     await dropDatabases(admin, db);
     await admin.end();
-    for (const p of ["zstd", "none", "retry", "aborted", "unanswered", "unreachable", "denied", "nobucket"]) await deleteBackup(at(`${prefix}/${p}`)).catch(() => undefined);
+    for (const p of ["zstd", "none", "retry", "aborted", "unanswered", "damaged", "unreachable", "denied", "nobucket"]) await deleteBackup(at(`${prefix}/${p}`)).catch(() => undefined);
   });
 
   it.each(["zstd", "none"] as const)("round-trips with %s compression and many small objects", async (compression) => {
@@ -458,16 +458,22 @@ describe("compressions, cancellation and S3 failures", () => {
     }, 10_000);
   }, 60_000);
 
-  it("stored a manifest whose answer never came back: the failed backup leaves no manifest behind, and the next one to that folder completes", async () => {
-    // S3 does the PUT of manifest.json; the backup never hears so, times out and fails. Its objects
-    // are deleted: a manifest left behind would make the folder look complete without them (and
-    // refuse the next backup there as BackupExists).
-    const tiny = `sw_tiny_${suffix}`;
+  /** A database of two rows, and a proxy in front of S3 (stop it when done). */
+  async function tinyDatabaseBehindProxy(tiny: string): Promise<TcpProxy> {
     await admin.query(`CREATE DATABASE ${id(tiny)}`);
     await admin.query(`CREATE TABLE ${id(tiny)}.t (id INT PRIMARY KEY, v VARCHAR(20))`);
     await admin.query(`INSERT INTO ${id(tiny)}.t VALUES (1, 'one'), (2, 'two')`);
     const proxy = new TcpProxy({ host: "127.0.0.1", port: Number(new URL(env.s3.endpoint).port) });
     await proxy.start();
+    return proxy;
+  }
+
+  it("stored a manifest whose answer never came back: the failed backup leaves no manifest behind, and the next one to that folder completes", async () => {
+    // S3 does the PUT of manifest.json; the backup never hears so, times out and fails. Its objects
+    // are deleted: a manifest left behind would make the folder look complete without them (and
+    // refuse the next backup there as BackupExists).
+    const tiny = `sw_tiny_${suffix}`;
+    const proxy = await tinyDatabaseBehindProxy(tiny);
     const location = { ...at(`${prefix}/unanswered`), endpoint: `http://127.0.0.1:${proxy.port}`, idleTimeoutMs: 1_000 };
     try {
       proxy.leaveUnanswered(/^PUT \S*\/manifest\.json[ ?]/m);
@@ -480,6 +486,39 @@ describe("compressions, cancellation and S3 failures", () => {
       const backup = await runBackup({ source: root, storage: location, databases: [tiny] });
       expect(await keysUnder(location.prefix)).toContain(`${location.prefix}/manifest.json`);
       expect(backup.objects).toBeGreaterThan(0);
+    } finally {
+      await proxy.stop();
+      await dropDatabases(admin, tiny);
+    }
+  }, 120_000);
+
+  it("reads a manifest again when its bytes were damaged on the way, and calls it damaged only when no read arrives whole", async () => {
+    // The proxy alters the first byte of chosen GET answers: S3 sent the right bytes, the checksum it
+    // stored with the object (sent beside them) no longer matches what arrived.
+    const tiny = `sw_damaged_${suffix}`;
+    const proxy = await tinyDatabaseBehindProxy(tiny);
+    const location = { ...at(`${prefix}/damaged`), endpoint: `http://127.0.0.1:${proxy.port}` };
+    const rows = async (): Promise<unknown> => (await admin.query(`SELECT id, v FROM ${id(tiny)}.t ORDER BY id`))[0];
+    try {
+      await runBackup({ source: root, storage: location, databases: [tiny] });
+      await dropDatabases(admin, tiny);
+      const manifestGet = /^GET \S*\/manifest\.json[ ?]/m;
+
+      proxy.damageAnswers(manifestGet, 1);
+      await runRestore({ target: root, source: { backup: location }, databases: [tiny] });
+      expect({ damaged: proxy.damaged, rows: await rows() }).toEqual({ damaged: 1, rows: [{ id: 1, v: "one" }, { id: 2, v: "two" }] });
+
+      await dropDatabases(admin, tiny);
+      proxy.damageAnswers(manifestGet, 3);
+      const err = (await runRestore({ target: root, source: { backup: location }, databases: [tiny] }).catch((e: unknown) => e)) as BackupError;
+      expect(err).toBeInstanceOf(BackupError);
+      expect({ damaged: proxy.damaged, reason: err.reason, message: err.message }).toEqual({
+        damaged: 4,
+        reason: "ChecksumMismatch",
+        message: expect.stringContaining(`s3://${env.s3.bucket}/${location.prefix}/manifest.json is damaged: read 3 times`) as string,
+      });
+      const [dbs] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [tiny]);
+      expect(dbs).toEqual([]);
     } finally {
       await proxy.stop();
       await dropDatabases(admin, tiny);

@@ -10,7 +10,7 @@ import { messageOf } from "@stateward/core";
 import { BackupError } from "../errors.ts";
 import { createDecompressor, type Compression } from "../storage/compression.ts";
 import type { ManifestObject } from "../storage/manifest.ts";
-import { describeLocation, isStoredChecksumMismatch, type BackupStore } from "../storage/s3.ts";
+import { describeLocation, type BackupStore } from "../storage/s3.ts";
 
 /** Counts and hashes what passes through. */
 export class Sha256Stream extends Transform {
@@ -24,13 +24,15 @@ export class Sha256Stream extends Transform {
   }
 }
 
-/** A zlib/zstd error, or bytes that do not match the checksum S3 stored with the object: not what they claim to be. */
+/**
+ * A zlib/zstd error: bytes that are not what they claim to be. (Bytes that miss the checksum S3 stored with
+ * the object come out of `openRead` as a ChecksumMismatch already.)
+ */
 export function corrupt(err: unknown, what: string): BackupError | undefined {
   const code = (err as { code?: unknown } | undefined)?.code;
   if (typeof code === "string" && (code.startsWith("Z_") || code.startsWith("ERR_ZSTD") || code === "ERR_ZLIB_INITIALIZATION_FAILED")) {
     return new BackupError("ChecksumMismatch", `${what} is corrupt: ${messageOf(err)}`, { cause: err });
   }
-  if (isStoredChecksumMismatch(err)) return new BackupError("ChecksumMismatch", `${what} is corrupt: ${messageOf(err)}`, { cause: err });
   return undefined;
 }
 

@@ -19,7 +19,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { Agent } from "node:https";
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import { rootCertificates } from "node:tls";
 import { messageOf } from "@stateward/core";
 import { BackupError } from "../errors.ts";
@@ -106,7 +106,7 @@ const checksumReadAttempts = 3;
  * the object (x-amz-checksum-*, validated on every GetObject by default). The SDK gives it no name or code,
  * only this message.
  */
-export function isStoredChecksumMismatch(err: unknown): boolean {
+function isStoredChecksumMismatch(err: unknown): boolean {
   return err instanceof Error && !(err instanceof BackupError) && !("$metadata" in err) && err.message.startsWith("Checksum mismatch");
 }
 
@@ -259,9 +259,10 @@ export class BucketClient {
       try {
         return await this.readWhole(key, maxBytes, signal);
       } catch (err) {
-        if (!isStoredChecksumMismatch(err)) throw this.fail(err, `read ${describeLocation(this.bucket, key)}`);
+        const failure = this.fail(err, `read ${describeLocation(this.bucket, key)}`);
+        if (failure.reason !== "ChecksumMismatch") throw failure;
         if (attempt >= checksumReadAttempts) {
-          throw new BackupError("ChecksumMismatch", `${describeLocation(this.bucket, key)} is damaged: read ${attempt} times, its bytes never matched the checksum S3 stored with it (${messageOf(err)})`, { cause: err });
+          throw new BackupError("ChecksumMismatch", `${describeLocation(this.bucket, key)} is damaged: read ${attempt} times, its bytes never matched the checksum S3 stored with it (${messageOf(failure.cause)})`, { cause: failure });
         }
       }
     }
@@ -283,15 +284,26 @@ export class BucketClient {
     return Buffer.concat(chunks, size);
   }
 
-  /** A stream of the object's bytes, as they arrive. */
+  /**
+   * A stream of the object's bytes, as they arrive. It fails with a BackupError from s3Failure, whether the
+   * request fails or the body does later (the connection drops, or the bytes miss the checksum S3 stored
+   * with the object, which the SDK checks only at the end): no reader ever sees a raw SDK error.
+   */
   async openRead(key: string, signal?: AbortSignal): Promise<Readable> {
+    const what = `read ${describeLocation(this.bucket, key)}`;
+    let body: Readable;
     try {
       const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: signal });
       if (!(res.Body instanceof Readable)) throw new Error("the SDK returned no Node stream for the object body");
-      return res.Body;
+      body = res.Body;
     } catch (err) {
-      throw this.fail(err, `read ${describeLocation(this.bucket, key)}`);
+      throw this.fail(err, what);
     }
+    // `pipe`, not `pipeline`: pipeline would destroy `out` with the SDK's error before we could translate it.
+    const out = new PassThrough();
+    body.on("error", (err) => out.destroy(this.fail(err, what)));
+    out.on("close", () => body.destroy());
+    return body.pipe(out);
   }
 
   /** Every key under `prefix` (which should end with "/"). */
