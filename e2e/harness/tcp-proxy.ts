@@ -9,6 +9,9 @@
 // plain-HTTP answers (bytes damaged on the way).
 import { createServer, connect, type Server, type Socket } from "node:net";
 
+/** The first line of a plain HTTP/1.1 request, as a client writes it at the start of a chunk. */
+const httpRequestLine = /^[A-Z]+ \S+ HTTP\/1\.1\r\n/;
+
 export class TcpProxy {
   private server: Server | undefined;
   private readonly target: { host: string; port: number };
@@ -69,15 +72,25 @@ export class TcpProxy {
       if (this.answersToDamage > 0 && this.damagedRequests?.test(head)) {
         this.answersToDamage--;
         damaging = "head";
+        headTail = Buffer.alloc(0);
+      } else if (httpRequestLine.test(head)) {
+        // Another request on this connection: an earlier answer without a body is not damaged later.
+        damaging = false;
       }
     });
     // Flips the lowest bit of the answer's first body byte; Content-Length and the headers stay as sent.
+    // The head's last bytes are kept, as its blank line may be split between two chunks.
+    let headTail = Buffer.alloc(0);
     const damage = (chunk: Buffer): void => {
       let at = 0;
       if (damaging === "head") {
-        const end = chunk.indexOf("\r\n\r\n");
-        if (end < 0) return;
-        at = end + 4;
+        const seen = Buffer.concat([headTail, chunk]);
+        const end = seen.indexOf("\r\n\r\n");
+        if (end < 0) {
+          headTail = seen.subarray(-3);
+          return;
+        }
+        at = end + 4 - headTail.length;
         damaging = "body";
       }
       if (at < chunk.length) {
@@ -96,7 +109,7 @@ export class TcpProxy {
         // A frozen pair swallows data: both ends see a silent, open connection.
         if (pair.frozen) return;
         if (unanswered && from === upstream && clientWrites >= 2) return;
-        if (damaging && from === upstream) damage(chunk);
+        if (damaging && !swallowing && from === upstream) damage(chunk);
         if (swallowing && from === upstream) {
           // The server answered (it did the request): the client only sees its connection drop.
           if (this.cutUnanswered) close();

@@ -492,7 +492,7 @@ describe("compressions, cancellation and S3 failures", () => {
     }
   }, 120_000);
 
-  it("reads a manifest again when its bytes were damaged on the way, and calls it damaged only when no read arrives whole", async () => {
+  it("reads a manifest again when its bytes were damaged on the way, calls it damaged only when no read arrives whole, and refuses a damaged data object", async () => {
     // The proxy alters the first byte of chosen GET answers: S3 sent the right bytes, the checksum it
     // stored with the object (sent beside them) no longer matches what arrived.
     const tiny = `sw_damaged_${suffix}`;
@@ -517,8 +517,19 @@ describe("compressions, cancellation and S3 failures", () => {
         reason: "ChecksumMismatch",
         message: expect.stringContaining(`s3://${env.s3.bucket}/${location.prefix}/manifest.json is damaged: read 3 times`) as string,
       });
-      const [dbs] = await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [tiny]);
-      expect(dbs).toEqual([]);
+      const absent = async (): Promise<unknown> => (await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [tiny]))[0];
+      expect(await absent()).toEqual([]);
+
+      // A data object is streamed, not read again: InPlace's first pass refuses it before anything is applied.
+      proxy.damageAnswers(/^GET \S*\/data\/\S+[ ?]/m, 1);
+      const streamed = (await runRestore({ target: root, source: { backup: location }, databases: [tiny], mode: "InPlace" }).catch((e: unknown) => e)) as BackupError;
+      expect(streamed).toBeInstanceOf(BackupError);
+      expect({ damaged: proxy.damaged, reason: streamed.reason, message: streamed.message }).toEqual({
+        damaged: 5,
+        reason: "ChecksumMismatch",
+        message: expect.stringMatching(/^could not read s3:\/\/\S+\/data\/\S+: its bytes do not match the checksum S3 stored with the object/) as string,
+      });
+      expect(await absent()).toEqual([]);
     } finally {
       await proxy.stop();
       await dropDatabases(admin, tiny);

@@ -19,7 +19,8 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { Agent } from "node:https";
-import { PassThrough, Readable } from "node:stream";
+import { finished, PassThrough, Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
 import { rootCertificates } from "node:tls";
 import { messageOf } from "@stateward/core";
 import { BackupError } from "../errors.ts";
@@ -100,6 +101,8 @@ export function describeLocation(bucket: string, key: string): string {
 
 /** How many times getBytes reads an object whose bytes do not match its stored checksum before calling it damaged. */
 const checksumReadAttempts = 3;
+/** The pause between those reads: a rewrite of the object (a running archive's index) is done by then. */
+const checksumRereadDelayMs = 200;
 
 /**
  * Whether `err` is the SDK's refusal of a response body that does not match the checksum S3 stored with
@@ -264,6 +267,8 @@ export class BucketClient {
         if (attempt >= checksumReadAttempts) {
           throw new BackupError("ChecksumMismatch", `${describeLocation(this.bucket, key)} is damaged: read ${attempt} times, its bytes never matched the checksum S3 stored with it (${messageOf(failure.cause)})`, { cause: failure });
         }
+        // An abort during the pause fails the next read, as Aborted.
+        await sleep(checksumRereadDelayMs, undefined, { signal }).catch(() => undefined);
       }
     }
   }
@@ -300,8 +305,12 @@ export class BucketClient {
       throw this.fail(err, what);
     }
     // `pipe`, not `pipeline`: pipeline would destroy `out` with the SDK's error before we could translate it.
+    // `finished` also sees a body closed before its end without an error. An abort shows in the body as a
+    // dropped connection: it is said to be the abort it is.
     const out = new PassThrough();
-    body.on("error", (err) => out.destroy(this.fail(err, what)));
+    finished(body, (err) => {
+      if (err) out.destroy(this.fail(signal?.aborted ? new DOMException("the read was aborted", { name: "AbortError", cause: err }) : err, what));
+    });
     out.on("close", () => body.destroy());
     return body.pipe(out);
   }
