@@ -5,7 +5,12 @@
 // - short requests share one keep-alive pool for as long as the TLS material (CA, client
 //   certificate and key, proxy) stays the same; it is replaced when the material changes (a
 //   rotated certificate file, an exec plugin's new certificate). Headers — bearer tokens, exec
-//   and OIDC plugins, basic auth — are computed for every request and need no new pool;
+//   and OIDC plugins, basic auth — need no new pool;
+// - the credentials themselves are read from the kubeconfig at most once a second (and again at
+//   once after the server answered 401): client-node reads every file the kubeconfig names (in a
+//   pod, the service account's CA) synchronously and re-encodes the material at each call, ~7 µs
+//   of the manager's only thread per request (docs/performance.md, finding 37). A rotated file is
+//   in use within a second; client-go re-reads a token file once a minute;
 // - every watch gets a connection of its own, destroyed when the watch ends, is aborted or fails:
 //   a watch restarted after its connection went silent never goes back onto a dead connection;
 // - a pooled connection that went half-open cannot hang a request for longer than the request
@@ -35,6 +40,13 @@ export interface TlsMaterial {
   proxyUrl?: string;
 }
 
+/**
+ * How long credentials read from the kubeconfig are reused. Short next to any rotation (a
+ * projected service-account token is renewed hours before it expires; a certificate file is
+ * rewritten before the old one expires), long next to the time between two requests under load.
+ */
+export const CREDENTIALS_REUSE_MS = 1_000;
+
 export interface ConnectionTimeouts {
   /** Until the answer's headers arrive, for short requests and watches alike. */
   headersMs: number;
@@ -58,17 +70,41 @@ export class ApiConnections {
   private readonly kubeConfig: KubeConfig;
   private readonly server: string;
   private readonly timeouts: ConnectionTimeouts;
+  private readonly reuseMs: number;
+  /** The credentials last read, and when (performance.now()): shared by the requests of the next reuseMs. */
+  private current: { readAt: number; credentials: Promise<Credentials> } | undefined;
   /** How many dispatchers were made (shared pools and watch connections): for tests. */
   readonly made = { pools: 0, watches: 0 };
 
-  constructor(kubeConfig: KubeConfig, server: string, timeouts: ConnectionTimeouts) {
+  constructor(kubeConfig: KubeConfig, server: string, timeouts: ConnectionTimeouts, reuseMs = CREDENTIALS_REUSE_MS) {
     this.kubeConfig = kubeConfig;
     this.server = server;
     this.timeouts = timeouts;
+    this.reuseMs = reuseMs;
   }
 
-  /** The kubeconfig's credentials at this moment (a token file or exec plugin may have rotated them). */
-  async credentials(): Promise<Credentials> {
+  /**
+   * The kubeconfig's credentials, read at most once per reuseMs (a token file, a certificate file or
+   * an exec plugin may have rotated them since). A failed read is not kept: the next request reads again.
+   */
+  credentials(): Promise<Credentials> {
+    const now = performance.now();
+    if (this.current && now - this.current.readAt < this.reuseMs) return this.current.credentials;
+    const read = this.read();
+    const current = { readAt: now, credentials: read };
+    this.current = current;
+    read.catch(() => {
+      if (this.current === current) this.current = undefined;
+    });
+    return read;
+  }
+
+  /** The server refused the credentials (401): the next request reads them again, whatever their age. */
+  forgetCredentials(): void {
+    this.current = undefined;
+  }
+
+  private async read(): Promise<Credentials> {
     const tls: HttpsRequestOptions = {};
     await this.kubeConfig.applyToHTTPSOptions(tls);
     const headers: Record<string, string> = {};

@@ -76,6 +76,11 @@ beforeAll(async () => {
       next();
       return;
     }
+    if (req.url?.includes("/unauthorized")) {
+      res.statusCode = 401;
+      res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "Unauthorized", message: "Unauthorized", code: 401 }));
+      return;
+    }
     if (req.url?.includes("/refused")) {
       res.statusCode = 409;
       res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "Conflict", message: "the object has been modified", code: 409 }));
@@ -167,17 +172,37 @@ describe("KubeClient connections beyond the shared pool", () => {
     const keyFile = join(dir, "current.key");
     writeFileSync(certFile, pem("client.crt"));
     writeFileSync(keyFile, pem("client.key"));
-    const client = new KubeClient({ kubeConfig: kubeConfig({ certFile, keyFile }) });
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certFile, keyFile }), credentialsReuseMs: 100 });
     seen.length = 0;
     connections = 0;
     for (let i = 0; i < 3; i++) await client.get(configMaps, "ns", "x");
     const beforeRotation = connections;
     writeFileSync(certFile, pem("rotated.crt"));
     writeFileSync(keyFile, pem("rotated.key"));
+    await new Promise((resolve) => setTimeout(resolve, 150));
     for (let i = 0; i < 3; i++) await client.get(configMaps, "ns", "x");
     expect(seen.map((s) => s.subject)).toEqual(["client", "client", "client", "rotated", "rotated", "rotated"]);
     // A new pool, with connections of its own (undici may open a second one while it releases the first).
     expect(connections).toBeGreaterThan(beforeRotation);
+    expect(client.connections.made.pools).toBe(2);
+  });
+
+  it("reads the credentials once per reuse interval, and again at once when the server answers 401", async () => {
+    const certFile = join(dir, "reused.crt");
+    const keyFile = join(dir, "reused.key");
+    writeFileSync(certFile, pem("client.crt"));
+    writeFileSync(keyFile, pem("client.key"));
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certFile, keyFile }), credentialsReuseMs: 60_000 });
+    seen.length = 0;
+    await client.get(configMaps, "ns", "x");
+    writeFileSync(certFile, pem("rotated.crt"));
+    writeFileSync(keyFile, pem("rotated.key"));
+    // Within the interval the files are not read again: the old certificate is still presented.
+    for (let i = 0; i < 3; i++) await client.get(configMaps, "ns", "x");
+    // Refused: the next request reads the kubeconfig again and presents the rotated certificate.
+    await expect(client.get(configMaps, "ns", "unauthorized")).rejects.toMatchObject({ status: 401 });
+    await client.get(configMaps, "ns", "x");
+    expect(seen.map((s) => s.subject)).toEqual(["client", "client", "client", "client", "client", "rotated"]);
     expect(client.connections.made.pools).toBe(2);
   });
 
