@@ -9,7 +9,7 @@ import type { ReconcileContext } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { MySQLBackupKind, type MySQLBackup } from "../api.ts";
 import { runBackup } from "../engine/index.ts";
-import { deleteBackup, removePartialBackup } from "../storage/index.ts";
+import { deleteBackup, describeLocation, removePartialBackup } from "../storage/index.ts";
 import { engineConnection } from "./connection.ts";
 import { describeFailure, stopReason } from "./failures.ts";
 import { RunMetrics } from "./metrics.ts";
@@ -35,7 +35,7 @@ export function completedStorage(backup: MySQLBackup): NonNullable<NonNullable<M
 
 /** "s3://<bucket>/<prefix>/ at <endpoint>", for messages. */
 export function describeStorage(stored: { bucket: string; prefix: string; endpoint?: string }): string {
-  return `s3://${stored.bucket}/${stored.prefix}/${stored.endpoint ? ` at ${stored.endpoint}` : ""}`;
+  return `${describeLocation(stored.bucket, stored.prefix)}/${stored.endpoint ? ` at ${stored.endpoint}` : ""}`;
 }
 
 /** Deletion failures that retrying will not fix: the finalizer is released with a Warning instead. */
