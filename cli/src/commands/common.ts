@@ -93,7 +93,11 @@ export function connect(values: { kubeconfig?: string; namespace?: string; conte
     kubeConfig.setCurrentContext(values.context);
   }
   const namespace = values.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? "default";
-  return { client: new KubeClient({ kubeConfig, fieldManager: "stateward-cli" }), namespace };
+  try {
+    return { client: new KubeClient({ kubeConfig, fieldManager: "stateward-cli" }), namespace };
+  } catch (err) {
+    throw new CommandError(EXIT.api, `cannot use the kubeconfig: ${commandErrorMessage(err)}`);
+  }
 }
 
 export type OutputFormat = "text" | "json" | "yaml";

@@ -76,7 +76,19 @@ export interface ResolvedScope {
   by: string;
 }
 
-export const kindId = (rt: ResourceType): string => `${rt.apiVersion}/${rt.plural}`;
+// Remembered per ResourceType (each kind's is one long-lived object): the cache looks a kind up at
+// every read, and a key joined anew is a new string to hash each time (docs/performance.md, finding 37).
+const kindIds = new WeakMap<ResourceType, string>();
+
+/** The cache's key for a kind: "<apiVersion>/<plural>". */
+export function kindId(rt: ResourceType): string {
+  let id = kindIds.get(rt);
+  if (id === undefined) {
+    id = `${rt.apiVersion}/${rt.plural}`;
+    kindIds.set(rt, id);
+  }
+  return id;
+}
 
 /**
  * Merges the declarations of every kind.

@@ -7,10 +7,13 @@
 //   rotated certificate file, an exec plugin's new certificate). Headers — bearer tokens, exec
 //   and OIDC plugins, basic auth — need no new pool;
 // - the credentials themselves are read from the kubeconfig at most once a second (and again at
-//   once after the server answered 401): client-node reads every file the kubeconfig names (in a
-//   pod, the service account's CA) synchronously and re-encodes the material at each call, ~7 µs
-//   of the manager's only thread per request (docs/performance.md, finding 37). A rotated file is
-//   in use within a second; client-go re-reads a token file once a minute;
+//   once after the server answered 401): client-node reads the CA, certificate and key files the
+//   kubeconfig names (in a pod, the service account's CA) synchronously and re-encodes the material
+//   at each call, ~7 µs of the manager's only thread per request (docs/performance.md, finding 37).
+//   A rotated CA, certificate or key file is in use within a second. Tokens keep client-node's own
+//   caching under this: a token file is re-read once a minute (as client-go does), an exec
+//   plugin's token kept until its expiry — which this second can outlast: a request then gets a
+//   401, and the next one reads again;
 // - every watch gets a connection of its own, destroyed when the watch ends, is aborted or fails:
 //   a watch restarted after its connection went silent never goes back onto a dead connection;
 // - a pooled connection that went half-open cannot hang a request for longer than the request
@@ -88,14 +91,20 @@ export class ApiConnections {
    * an exec plugin may have rotated them since). A failed read is not kept: the next request reads again.
    */
   credentials(): Promise<Credentials> {
-    const now = performance.now();
-    if (this.current && now - this.current.readAt < this.reuseMs) return this.current.credentials;
+    if (this.current && performance.now() - this.current.readAt < this.reuseMs) return this.current.credentials;
     const read = this.read();
-    const current = { readAt: now, credentials: read };
+    // Requests made while it is read share it; its age counts from when it arrived (an exec plugin
+    // may take longer than reuseMs to answer).
+    const current = { readAt: performance.now(), credentials: read };
     this.current = current;
-    read.catch(() => {
-      if (this.current === current) this.current = undefined;
-    });
+    read.then(
+      () => {
+        current.readAt = performance.now();
+      },
+      () => {
+        if (this.current === current) this.current = undefined;
+      },
+    );
     return read;
   }
 
@@ -120,7 +129,7 @@ export class ApiConnections {
 
   /** The shared keep-alive pool for short requests with this material. */
   pool(material: TlsMaterial): Promise<Dispatcher> {
-    if (this.shared && sameMaterial(this.shared.material, material)) return this.shared.dispatcher;
+    if (this.shared && (this.shared.material === material || sameMaterial(this.shared.material, material))) return this.shared.dispatcher;
     this.made.pools++;
     this.replaceShared({ material, dispatcher: this.dispatcher({ headersTimeout: this.timeouts.headersMs, bodyTimeout: this.timeouts.bodyMs }) });
     return this.shared!.dispatcher;

@@ -26,7 +26,7 @@ function openssl(args: string[]): void {
 let server: Server;
 let url: string;
 let connections = 0;
-const seen: { authorization?: string; clientCert: boolean; subject?: string }[] = [];
+const seen: { authorization?: string; clientCert: boolean; subject?: string; url?: string }[] = [];
 const openSockets = new Set<Socket>();
 /** Requests answered on each connection so far (to drop the second one on a kept-alive connection). */
 const served = new WeakMap<object, number>();
@@ -50,7 +50,7 @@ beforeAll(async () => {
       socket.destroy();
       return;
     }
-    seen.push({ authorization: req.headers.authorization, clientCert: socket.authorized === true, subject: String(socket.getPeerCertificate().subject?.CN) });
+    seen.push({ authorization: req.headers.authorization, clientCert: socket.authorized === true, subject: String(socket.getPeerCertificate().subject?.CN), url: req.url });
     if (req.method === "PUT") {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
@@ -110,10 +110,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function kubeConfig(user: Record<string, string>): KubeConfig {
+function kubeConfig(user: Record<string, string>, server = url): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: "c", server: url, caData: b64("ca.crt"), skipTLSVerify: false }],
+    clusters: [{ name: "c", server, caData: b64("ca.crt"), skipTLSVerify: false }],
     users: [{ name: "u", ...user }],
     contexts: [{ name: "x", cluster: "c", user: "u" }],
     currentContext: "x",
@@ -219,6 +219,19 @@ describe("KubeClient connections beyond the shared pool", () => {
     } finally {
       dropReused = false;
     }
+  });
+});
+
+describe("KubeClient request paths", () => {
+  it("sends a list's selectors encoded, under the path the kubeconfig's server has, and refuses a server that is not a URL", async () => {
+    const client = new KubeClient({ kubeConfig: kubeConfig({ certData: b64("client.crt"), keyData: b64("client.key") }, `${url}/k8s/clusters/c-1/`) });
+    seen.length = 0;
+    await client.list(configMaps, { namespace: "team a", labelSelector: "tier in (web,api),!canary", fieldSelector: "metadata.name=x", continue: "eyJ2Ijo+/=", limit: 500 });
+    const sent = new URL(seen[0]!.url!, url);
+    expect(sent.pathname).toBe("/k8s/clusters/c-1/api/v1/namespaces/team%20a/configmaps");
+    // What the server reads back, as Go's url.ParseQuery does.
+    expect(Object.fromEntries(sent.searchParams)).toEqual({ labelSelector: "tier in (web,api),!canary", fieldSelector: "metadata.name=x", continue: "eyJ2Ijo+/=", limit: "500" });
+    expect(() => new KubeClient({ kubeConfig: kubeConfig({ token: "t" }, "127.0.0.1:6443") })).toThrow(/server "127.0.0.1:6443" is not a URL/);
   });
 });
 

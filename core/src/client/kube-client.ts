@@ -36,9 +36,9 @@ export interface KubeClientOptions {
    */
   requestTimeoutMs?: number;
   /**
-   * How long the credentials read from the kubeconfig (tokens, certificates, exec plugins' output)
-   * are reused before they are read again; a 401 answer drops them at once. Defaults to 1 s
-   * (connections.ts, CREDENTIALS_REUSE_MS).
+   * How long the credentials read from the kubeconfig (the CA, client certificate and key; the
+   * headers client-node's token and exec plugins give) are reused before they are read again; a 401
+   * answer drops them at once. Defaults to 1 s (connections.ts, CREDENTIALS_REUSE_MS).
    */
   credentialsReuseMs?: number;
   /** Called after every request. */
@@ -127,7 +127,12 @@ export class KubeClient {
     const cluster = opts.kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error("the kubeconfig has no current cluster");
     this.server = cluster.server.replace(/\/+$/, "");
-    const base = new URL(this.server);
+    let base: URL;
+    try {
+      base = new URL(this.server);
+    } catch {
+      throw new Error(`the kubeconfig's server "${cluster.server}" is not a URL (e.g. https://127.0.0.1:6443)`);
+    }
     this.origin = base.origin;
     this.basePath = base.pathname.replace(/\/+$/, "");
     this.connections = new ApiConnections(opts.kubeConfig, this.server, { headersMs: this.timeoutMs, bodyMs: this.timeoutMs }, opts.credentialsReuseMs);
