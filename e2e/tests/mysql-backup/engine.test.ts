@@ -331,7 +331,8 @@ describe("backup and restore of the torture schema and a million-row table", () 
     for (const [key, mode, names] of [
       [`${prefix}/manifest.json`, "Staged", `s3://${env.s3.bucket}/${prefix}/manifest.json is damaged`],
       [`${prefix}/${target.key}`, "Staged", target.key],
-      [`${prefix}/${target.key}`, "InPlace", `${target.key}: its bytes do not match the checksum S3 stored with the object (Checksum mismatch`],
+      // Downloaded three times first: a damage on the way would have been gone at the next download.
+      [`${prefix}/${target.key}`, "InPlace", `${target.key} is damaged: read 3 times, its bytes never matched the checksum S3 stored with it (Checksum mismatch`],
     ] as const) {
       const repair = damage(key);
       try {
@@ -492,7 +493,7 @@ describe("compressions, cancellation and S3 failures", () => {
     }
   }, 120_000);
 
-  it("reads a manifest again when its bytes were damaged on the way, calls it damaged only when no read arrives whole, and refuses a damaged data object", async () => {
+  it("reads a manifest, or a data object InPlace verifies, again when its bytes were damaged on the way, and calls it damaged only when no read arrives whole", async () => {
     // The proxy alters the first byte of chosen GET answers: S3 sent the right bytes, the checksum it
     // stored with the object (sent beside them) no longer matches what arrived.
     const tiny = `sw_damaged_${suffix}`;
@@ -520,14 +521,22 @@ describe("compressions, cancellation and S3 failures", () => {
       const absent = async (): Promise<unknown> => (await admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", [tiny]))[0];
       expect(await absent()).toEqual([]);
 
-      // A data object is streamed, not read again: InPlace's first pass refuses it before anything is applied.
-      proxy.damageAnswers(/^GET \S*\/data\/\S+[ ?]/m, 1);
+      // InPlace's first pass downloads every object before anything is applied: a data object damaged on
+      // the way is downloaded again, and the restore completes.
+      const dataGet = /^GET \S*\/data\/\S+[ ?]/m;
+      proxy.damageAnswers(dataGet, 1);
+      await runRestore({ target: root, source: { backup: location }, databases: [tiny], mode: "InPlace" });
+      expect({ damaged: proxy.damaged, rows: await rows() }).toEqual({ damaged: 5, rows: [{ id: 1, v: "one" }, { id: 2, v: "two" }] });
+
+      // Damaged at every download: refused as damaged, before anything is applied.
+      await dropDatabases(admin, tiny);
+      proxy.damageAnswers(dataGet, 3);
       const streamed = (await runRestore({ target: root, source: { backup: location }, databases: [tiny], mode: "InPlace" }).catch((e: unknown) => e)) as BackupError;
       expect(streamed).toBeInstanceOf(BackupError);
       expect({ damaged: proxy.damaged, reason: streamed.reason, message: streamed.message }).toEqual({
-        damaged: 5,
+        damaged: 8,
         reason: "ChecksumMismatch",
-        message: expect.stringMatching(/^could not read s3:\/\/\S+\/data\/\S+: its bytes do not match the checksum S3 stored with the object/) as string,
+        message: expect.stringMatching(/^s3:\/\/\S+\/data\/\S+ is damaged: read 3 times, its bytes never matched the checksum S3 stored with it/) as string,
       });
       expect(await absent()).toEqual([]);
     } finally {

@@ -101,16 +101,26 @@ export async function streamObject(
   return { sql, verified };
 }
 
-/** Downloads an object without keeping it, to check size and SHA-256 (InPlace mode's first pass). */
+/**
+ * Downloads an object without keeping it, to check size and SHA-256 (InPlace mode's first pass). Nothing
+ * was applied yet, so a download whose bytes missed the checksum S3 stored with the object — damaged on
+ * the way, not in the bucket — is made again before the backup is called damaged (BucketClient.rereadDamaged).
+ */
 export async function verifyObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined): Promise<number> {
-  const body = await openObject(store, object, signal);
-  const digest = new Sha256Stream();
-  const discard = new Writable({ write: (_chunk, _encoding, callback) => callback() });
-  try {
-    await pipeline(body, digest, discard, ...(signal ? [{ signal }] : []));
-  } catch (err) {
-    throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, store.key(object.key))}`);
-  }
+  const key = store.key(object.key);
+  const digest = await store.bucket.rereadDamaged(key, signal, async () => {
+    const body = await openObject(store, object, signal);
+    const digest = new Sha256Stream();
+    const discard = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+    try {
+      await pipeline(body, digest, discard, ...(signal ? [{ signal }] : []));
+    } catch (err) {
+      throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, key)}`);
+    }
+    return digest;
+  });
+  // Not read again on a SHA-256 that misses the manifest's: those bytes passed the checksum S3 stored with
+  // the object, so they are what the bucket holds.
   checkDigest(store, object, digest, "nothing was applied");
   return digest.bytes;
 }

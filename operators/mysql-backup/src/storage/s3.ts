@@ -99,7 +99,7 @@ export function describeLocation(bucket: string, key: string): string {
   return `s3://${bucket}/${key}`;
 }
 
-/** How many times getBytes reads an object whose bytes do not match its stored checksum before calling it damaged. */
+/** How many times rereadDamaged reads an object whose bytes do not match its stored checksum before calling it damaged. */
 const checksumReadAttempts = 3;
 /** The pause between those reads: a rewrite of the object (a running archive's index) is done by then. */
 const checksumRereadDelayMs = 200;
@@ -258,9 +258,18 @@ export class BucketClient {
    * on the way), then refused as ChecksumMismatch naming the object: damaged in the bucket.
    */
   async getBytes(key: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
+    return this.rereadDamaged(key, signal, () => this.readWhole(key, maxBytes, signal));
+  }
+
+  /**
+   * Runs `read` — one whole read of `key` — again when the bytes it got missed the checksum S3 stored with
+   * the object: S3 holds the right bytes, they changed on the way (or a rewrite raced the read). After
+   * checksumReadAttempts such reads, ChecksumMismatch naming the object; any other failure at once.
+   */
+  async rereadDamaged<T>(key: string, signal: AbortSignal | undefined, read: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.readWhole(key, maxBytes, signal);
+        return await read();
       } catch (err) {
         const failure = this.fail(err, `read ${describeLocation(this.bucket, key)}`);
         if (failure.reason !== "ChecksumMismatch") throw failure;
