@@ -493,13 +493,15 @@ describe("compressions, cancellation and S3 failures", () => {
     }
   }, 120_000);
 
-  it("reads a manifest, or a data object InPlace verifies, again when its bytes were damaged on the way, and calls it damaged only when no read arrives whole", async () => {
+  it("reads a manifest, a data object InPlace verifies or a post-data object again when its bytes were damaged on the way, and calls it damaged only when no read arrives whole", async () => {
     // The proxy alters the first byte of chosen GET answers: S3 sent the right bytes, the checksum it
     // stored with the object (sent beside them) no longer matches what arrived.
     const tiny = `sw_damaged_${suffix}`;
     const proxy = await tinyDatabaseBehindProxy(tiny);
     const location = { ...at(`${prefix}/damaged`), endpoint: `http://127.0.0.1:${proxy.port}` };
     const rows = async (): Promise<unknown> => (await admin.query(`SELECT id, v FROM ${id(tiny)}.t ORDER BY id`))[0];
+    // A view: the backup gets a post-data object, which a staged restore reads whole before the swap.
+    await admin.query(`CREATE VIEW ${id(tiny)}.odd AS SELECT id FROM ${id(tiny)}.t WHERE id % 2 = 1`);
     try {
       await runBackup({ source: root, storage: location, databases: [tiny] });
       await dropDatabases(admin, tiny);
@@ -537,6 +539,26 @@ describe("compressions, cancellation and S3 failures", () => {
         damaged: 8,
         reason: "ChecksumMismatch",
         message: expect.stringMatching(/^s3:\/\/\S+\/data\/\S+ is damaged: read 3 times, its bytes never matched the checksum S3 stored with it/) as string,
+      });
+      expect(await absent()).toEqual([]);
+
+      // Staged: the post-data object is read whole before the swap, nothing applied to the target yet: read
+      // again when damaged on the way, and the restore completes with the view.
+      const postDataGet = /^GET \S*\/post-data\.sql\S*[ ?]/m;
+      proxy.damageAnswers(postDataGet, 1);
+      await runRestore({ target: root, source: { backup: location }, databases: [tiny], mode: "Staged" });
+      const view = async (): Promise<unknown> => (await admin.query(`SELECT id FROM ${id(tiny)}.odd ORDER BY id`))[0];
+      expect({ damaged: proxy.damaged, view: await view() }).toEqual({ damaged: 9, view: [{ id: 1 }] });
+
+      // Damaged at every download: refused as damaged, the target as it was.
+      await dropDatabases(admin, tiny);
+      proxy.damageAnswers(postDataGet, 3);
+      const staged = (await runRestore({ target: root, source: { backup: location }, databases: [tiny], mode: "Staged" }).catch((e: unknown) => e)) as BackupError;
+      expect(staged).toBeInstanceOf(BackupError);
+      expect({ damaged: proxy.damaged, reason: staged.reason, message: staged.message }).toEqual({
+        damaged: 12,
+        reason: "ChecksumMismatch",
+        message: expect.stringMatching(/^s3:\/\/\S+\/post-data\.sql\S* is damaged: read 3 times, its bytes never matched the checksum S3 stored with it/) as string,
       });
       expect(await absent()).toEqual([]);
     } finally {

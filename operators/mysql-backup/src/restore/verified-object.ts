@@ -125,7 +125,11 @@ export async function verifyObject(store: BackupStore, object: ManifestObject, s
   return digest.bytes;
 }
 
-/** Reads an object into memory, verified (post-data objects, which the staged restore applies only after the swap). */
+/**
+ * Reads an object into memory, verified (post-data objects, which the staged restore applies only after the
+ * swap). Nothing of it was applied yet, so bytes that missed the checksum S3 stored with the object are read
+ * again, as verifyObject's.
+ */
 export async function readObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined, maxBytes: number): Promise<Buffer> {
   if (object.size > maxBytes) {
     throw new BackupError(
@@ -133,21 +137,25 @@ export async function readObject(store: BackupStore, object: ManifestObject, sig
       `object ${object.key} of ${store.url} holds ${object.size} bytes of routines, views, triggers and events; a staged restore keeps these objects in memory until after the swap, and has room for ${maxBytes} more bytes of them. Restore with mode InPlace; nothing was changed`,
     );
   }
-  const body = await openObject(store, object, signal);
-  const digest = new Sha256Stream();
-  const chunks: Buffer[] = [];
-  const collect = new Writable({
-    write: (chunk: Buffer, _encoding, callback) => {
-      chunks.push(chunk);
-      callback(digest.bytes > maxBytes ? new BackupError("ChecksumMismatch", `object ${object.key} of ${store.url} is larger than the manifest says`) : null);
-    },
+  const key = store.key(object.key);
+  const { digest, chunks } = await store.bucket.rereadDamaged(key, signal, async () => {
+    const body = await openObject(store, object, signal);
+    const digest = new Sha256Stream();
+    const chunks: Buffer[] = [];
+    const collect = new Writable({
+      write: (chunk: Buffer, _encoding, callback) => {
+        chunks.push(chunk);
+        callback(digest.bytes > maxBytes ? new BackupError("ChecksumMismatch", `object ${object.key} of ${store.url} is larger than the manifest says`) : null);
+      },
+    });
+    try {
+      await pipeline(body, digest, collect, ...(signal ? [{ signal }] : []));
+    } catch (err) {
+      if (err instanceof BackupError) throw err;
+      throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, key)}`);
+    }
+    return { digest, chunks };
   });
-  try {
-    await pipeline(body, digest, collect, ...(signal ? [{ signal }] : []));
-  } catch (err) {
-    if (err instanceof BackupError) throw err;
-    throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, store.key(object.key))}`);
-  }
   checkDigest(store, object, digest, "nothing was changed");
   return Buffer.concat(chunks);
 }

@@ -272,7 +272,9 @@ export class BucketClient {
         return await read();
       } catch (err) {
         const failure = this.fail(err, `read ${describeLocation(this.bucket, key)}`);
-        if (failure.reason !== "ChecksumMismatch") throw failure;
+        // Only S3's own refusal: a ChecksumMismatch of the caller's (more bytes than the manifest says)
+        // would be the same again.
+        if (failure.reason !== "ChecksumMismatch" || !isStoredChecksumMismatch(failure.cause)) throw failure;
         if (attempt >= checksumReadAttempts) {
           throw new BackupError("ChecksumMismatch", `${describeLocation(this.bucket, key)} is damaged: read ${attempt} times, its bytes never matched the checksum S3 stored with it (${messageOf(failure.cause)})`, { cause: failure });
         }
