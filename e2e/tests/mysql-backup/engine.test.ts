@@ -500,9 +500,9 @@ describe("compressions, cancellation and S3 failures", () => {
     const proxy = await tinyDatabaseBehindProxy(tiny);
     const location = { ...at(`${prefix}/damaged`), endpoint: `http://127.0.0.1:${proxy.port}` };
     const rows = async (): Promise<unknown> => (await admin.query(`SELECT id, v FROM ${id(tiny)}.t ORDER BY id`))[0];
-    // A view: the backup gets a post-data object, which a staged restore reads whole before the swap.
-    await admin.query(`CREATE VIEW ${id(tiny)}.odd AS SELECT id FROM ${id(tiny)}.t WHERE id % 2 = 1`);
     try {
+      // A view: the backup gets a post-data object, which a staged restore reads whole before the swap.
+      await admin.query(`CREATE VIEW ${id(tiny)}.odd AS SELECT id FROM ${id(tiny)}.t WHERE id % 2 = 1`);
       await runBackup({ source: root, storage: location, databases: [tiny] });
       await dropDatabases(admin, tiny);
       const manifestGet = /^GET \S*\/manifest\.json[ ?]/m;
