@@ -102,34 +102,42 @@ export async function streamObject(
 }
 
 /**
- * Downloads an object without keeping it, to check size and SHA-256 (InPlace mode's first pass). Nothing
- * was applied yet, so a download whose bytes missed the checksum S3 stored with the object — damaged on
- * the way, not in the bucket — is made again before the backup is called damaged (BucketClient.rereadDamaged).
+ * Downloads an object whole, hashing it, and checks its size and SHA-256 against the manifest. `sink` is
+ * called once per download and gives what each chunk is handed to (an error stops the download). Nothing of
+ * the object was applied yet, so a download whose bytes missed the checksum S3 stored with the object —
+ * damaged on the way, not in the bucket — is made again (BucketClient.rereadDamaged). A SHA-256 that misses
+ * the manifest's is not: those bytes passed S3's check, so they are what the bucket holds.
  */
-export async function verifyObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined): Promise<number> {
+async function downloadChecked(
+  store: BackupStore,
+  object: ManifestObject,
+  signal: AbortSignal | undefined,
+  consequence: string,
+  sink: () => (chunk: Buffer, bytesSoFar: number) => Error | null,
+): Promise<number> {
   const key = store.key(object.key);
   const digest = await store.bucket.rereadDamaged(key, signal, async () => {
     const body = await openObject(store, object, signal);
     const digest = new Sha256Stream();
-    const discard = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+    const take = sink();
+    const out = new Writable({ write: (chunk: Buffer, _encoding, callback) => callback(take(chunk, digest.bytes)) });
     try {
-      await pipeline(body, digest, discard, ...(signal ? [{ signal }] : []));
+      await pipeline(body, digest, out, ...(signal ? [{ signal }] : []));
     } catch (err) {
       throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, key)}`);
     }
     return digest;
   });
-  // Not read again on a SHA-256 that misses the manifest's: those bytes passed the checksum S3 stored with
-  // the object, so they are what the bucket holds.
-  checkDigest(store, object, digest, "nothing was applied");
+  checkDigest(store, object, digest, consequence);
   return digest.bytes;
 }
 
-/**
- * Reads an object into memory, verified (post-data objects, which the staged restore applies only after the
- * swap). Nothing of it was applied yet, so bytes that missed the checksum S3 stored with the object are read
- * again, as verifyObject's.
- */
+/** Downloads an object without keeping it, to check size and SHA-256 (InPlace mode's first pass). */
+export async function verifyObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined): Promise<number> {
+  return downloadChecked(store, object, signal, "nothing was applied", () => () => null);
+}
+
+/** Reads an object into memory, verified (post-data objects, which the staged restore applies only after the swap). */
 export async function readObject(store: BackupStore, object: ManifestObject, signal: AbortSignal | undefined, maxBytes: number): Promise<Buffer> {
   if (object.size > maxBytes) {
     throw new BackupError(
@@ -137,26 +145,14 @@ export async function readObject(store: BackupStore, object: ManifestObject, sig
       `object ${object.key} of ${store.url} holds ${object.size} bytes of routines, views, triggers and events; a staged restore keeps these objects in memory until after the swap, and has room for ${maxBytes} more bytes of them. Restore with mode InPlace; nothing was changed`,
     );
   }
-  const key = store.key(object.key);
-  const { digest, chunks } = await store.bucket.rereadDamaged(key, signal, async () => {
-    const body = await openObject(store, object, signal);
-    const digest = new Sha256Stream();
-    const chunks: Buffer[] = [];
-    const collect = new Writable({
-      write: (chunk: Buffer, _encoding, callback) => {
-        chunks.push(chunk);
-        callback(digest.bytes > maxBytes ? new BackupError("ChecksumMismatch", `object ${object.key} of ${store.url} is larger than the manifest says`) : null);
-      },
-    });
-    try {
-      await pipeline(body, digest, collect, ...(signal ? [{ signal }] : []));
-    } catch (err) {
-      if (err instanceof BackupError) throw err;
-      throw store.bucket.fail(err, `download ${describeLocation(store.bucket.bucket, key)}`);
-    }
-    return { digest, chunks };
+  let chunks: Buffer[] = [];
+  await downloadChecked(store, object, signal, "nothing was changed", () => {
+    chunks = []; // a download made again starts over
+    return (chunk, bytesSoFar) => {
+      chunks.push(chunk);
+      return bytesSoFar > maxBytes ? new BackupError("ChecksumMismatch", `object ${object.key} of ${store.url} is larger than the manifest says`) : null;
+    };
   });
-  checkDigest(store, object, digest, "nothing was changed");
   return Buffer.concat(chunks);
 }
 
