@@ -8,11 +8,12 @@
 // writes per new account): a status write lost after CREATE USER leaves the
 // account its own; a claim copied from another object claims nothing; a CREATE USER the server
 // refuses leaves no claim behind.
-import { builtin, messageOf, resourceType, type KubeObject } from "@stateward/core";
+import { builtin } from "@stateward/core";
 import { ACCOUNT_CREATED_BY, type DatabaseUser } from "@stateward/operator-database-user";
 import type mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freshNamespace, testClient, waitGone } from "../../support/kube.ts";
+import { refuseWrites } from "../../support/refused-writes.ts";
 import { waitFor } from "../../support/wait.ts";
 import {
   DBU,
@@ -40,8 +41,6 @@ import {
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const VAP = resourceType("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", false);
-const VAP_BINDING = resourceType("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", false);
 
 describe("database-user: accounts it does not own", () => {
   const id = suffix();
@@ -221,32 +220,16 @@ describe("database-user: accounts it does not own", () => {
     const policy = `dbu-status-refused-${id}`;
     const label = "test.stateward.io/status-refused";
     left.accounts.push({ user: name, host: "%" });
-    await client.create<KubeObject>(VAP, {
-      metadata: { name: policy },
-      spec: {
-        failurePolicy: "Fail",
-        matchConstraints: { resourceRules: [{ apiGroups: ["stateward.io"], apiVersions: ["*"], operations: ["UPDATE"], resources: ["databaseusers/status"] }] },
-        validations: [{ expression: "false", message: "status writes refused by the test" }],
-      },
-    } as KubeObject);
-    await client.create<KubeObject>(VAP_BINDING, {
-      metadata: { name: policy },
-      spec: { policyName: policy, validationActions: ["Deny"], matchResources: { objectSelector: { matchLabels: { [label]: id } } } },
-    } as KubeObject);
+    // In force once a status write on a labelled object in a namespace no manager watches is refused.
+    const probeNs = await freshNamespace(client, "dbu-probe");
+    left.namespaces.push(probeNs);
+    await client.create<DatabaseUser>(DBU, databaseUser(probeNs, "probe", { instanceRef: { name: "none" }, passwordSecretRef: { name: "none" } }, { [label]: id }));
+    const refused = await refuseWrites(
+      client,
+      { name: policy, resource: "databaseusers/status", allowedWhen: "false", message: "status writes refused by the test", label: { key: label, value: id } },
+      async () => client.updateStatus(DBU, { ...(await client.get<DatabaseUser>(DBU, probeNs, "probe")), status: { user: `probe-${Date.now()}` } }),
+    );
     try {
-      // The policy is in force once a status write on a labelled object in a namespace no manager watches is refused.
-      const probeNs = await freshNamespace(client, "dbu-probe");
-      left.namespaces.push(probeNs);
-      await client.create<DatabaseUser>(DBU, databaseUser(probeNs, "probe", { instanceRef: { name: "none" }, passwordSecretRef: { name: "none" } }, { [label]: id }));
-      await waitFor("the policy refusing status writes", async () => {
-        const probe = await client.get<DatabaseUser>(DBU, probeNs, "probe");
-        const outcome = await client.updateStatus(DBU, { ...probe, status: { user: `probe-${Date.now()}` } }).then(
-          () => "written",
-          (err: unknown) => messageOf(err),
-        );
-        return outcome.includes("status writes refused by the test") ? true : undefined;
-      });
-
       await client.create(builtin.secret, secret(ns, "unrecorded", { password: "Unrecorded-1" }));
       await client.create(DBU, databaseUser(ns, "unrecorded", { instanceRef: { name: "db" }, user: name, passwordSecretRef: { name: "unrecorded" }, grants: [] }, { [label]: id }));
       await waitFor("CREATE USER", async () => ((await accountExists(admin, name)) ? true : undefined));
@@ -255,8 +238,7 @@ describe("database-user: accounts it does not own", () => {
       expect(unrecorded.status?.accountOrigin).toBeUndefined();
       expect(unrecorded.metadata.annotations?.[ACCOUNT_CREATED_BY]).toBe(unrecorded.metadata.uid);
     } finally {
-      await client.delete(VAP_BINDING, undefined, policy).catch(() => undefined);
-      await client.delete(VAP, undefined, policy).catch(() => undefined);
+      await refused.lift();
     }
 
     // Status writes allowed again: the account is its own (no AccountExists), recorded as Created.
