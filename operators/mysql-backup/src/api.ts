@@ -277,6 +277,16 @@ export const MySQLRestoreKind = defineKind({
 
 export type MySQLRestore = ObjectOf<typeof MySQLRestoreKind>;
 
+/**
+ * The longest name a MySQLBackupSchedule may have: 63, the longest label value, because the name is the value
+ * of the stateward.io/backup-schedule label on every MySQLBackup the schedule creates (a longer one has every
+ * create refused). The other name derived from it, each backup's `<schedule>-<yyyymmddhhmmss>` (15 more, at
+ * most 78), is an object name only (up to 253; its Events' names add 16): backups run in the manager, not in
+ * Jobs or Pods, and their names are no label values, so nothing asks for less (CronJob's 52 leaves room for the
+ * 11 characters its Jobs add, whose names go into their Pods' job-name label).
+ */
+export const MAX_SCHEDULE_NAME_LENGTH = 63;
+
 export const MySQLBackupScheduleKind = defineKind({
   group: "stateward.io",
   version: "v1alpha1",
@@ -284,7 +294,7 @@ export const MySQLBackupScheduleKind = defineKind({
   plural: "mysqlbackupschedules",
   shortNames: ["mysqlbks"],
   scope: "Namespaced",
-  description: "Creates MySQLBackups on a cron schedule and keeps the history within a retention policy.",
+  description: `Creates MySQLBackups on a cron schedule and keeps the history within a retention policy. Its name is at most ${MAX_SCHEDULE_NAME_LENGTH} characters: each backup carries it in the label stateward.io/backup-schedule.`,
   spec: object(
     {
       schedule: string(
@@ -338,6 +348,12 @@ export const MySQLBackupScheduleKind = defineKind({
     { name: "Last", type: "date", jsonPath: ".status.lastScheduleTime" },
     { name: "Next", type: "date", jsonPath: ".status.nextScheduleTime" },
     { name: "Last Success", type: "string", jsonPath: ".status.lastSuccessfulBackup" },
+  ],
+  validations: [
+    {
+      rule: `self.metadata.name.size() <= ${MAX_SCHEDULE_NAME_LENGTH}`,
+      message: `metadata.name is longer than ${MAX_SCHEDULE_NAME_LENGTH} characters, the longest label value: each MySQLBackup of the schedule carries the name in the label stateward.io/backup-schedule`,
+    },
   ],
 });
 

@@ -127,7 +127,11 @@ export class ScheduleReconciler implements Reconciler {
         }
         const lateSeconds = (now.getTime() - latest.getTime()) / 1000;
         const deadline = spec.startingDeadlineSeconds ?? 300;
-        if (lateSeconds > deadline) {
+        if (owned.some((b) => b.metadata.name === backupNameFor(req.name, latest))) {
+          // This due time's backup exists: an earlier pass made it, and its lastScheduleTime is not seen
+          // (the status write after the create failed, or the cache is behind it). It is this due time's
+          // backup, not one to replace or to wait for: nothing more is done for it.
+        } else if (lateSeconds > deadline) {
           await this.d.events.record(sched, "Warning", "MissedDeadline", `Skipped the backup due at ${kubeTime(latest)}: ${Math.round(lateSeconds)} s late, more than startingDeadlineSeconds (${deadline})`);
         } else if (active.length > 0 && (spec.concurrencyPolicy ?? "Forbid") === "Forbid") {
           await this.d.events.record(sched, "Normal", "SkippedConcurrent", `Skipped the backup due at ${kubeTime(latest)}: ${active.map((b) => b.metadata.name).join(", ")} still running (concurrencyPolicy Forbid)`);

@@ -46,6 +46,73 @@ describe("dueTimesBetween", () => {
   });
 });
 
+describe("dueTimesBetween in zones whose offset is not a whole or half hour", () => {
+  // 03:00 at +05:45 is 21:15Z the day before: a scan that jumps between UTC :00 and :30 never sees local :00-:14.
+  it("fires 0 3 * * * in Asia/Kathmandu (+05:45) every day", () => {
+    expect(iso(dueTimesBetween("0 3 * * *", "Asia/Kathmandu", new Date("2026-05-01T00:00:00Z"), new Date("2026-05-04T00:00:00Z")))).toEqual([
+      "2026-05-01T21:15:00.000Z", "2026-05-02T21:15:00.000Z", "2026-05-03T21:15:00.000Z",
+    ]);
+  });
+
+  it("fires 10 3 * * *, 0 3,4 * * * and @daily in Asia/Kathmandu", () => {
+    const after = new Date("2026-05-01T00:00:00Z");
+    const until = new Date("2026-05-03T00:00:00Z");
+    expect(iso(dueTimesBetween("10 3 * * *", "Asia/Kathmandu", after, until))).toEqual(["2026-05-01T21:25:00.000Z", "2026-05-02T21:25:00.000Z"]);
+    expect(iso(dueTimesBetween("0 3,4 * * *", "Asia/Kathmandu", after, until))).toEqual([
+      "2026-05-01T21:15:00.000Z", "2026-05-01T22:15:00.000Z", "2026-05-02T21:15:00.000Z", "2026-05-02T22:15:00.000Z",
+    ]);
+    expect(iso(dueTimesBetween("@daily", "Asia/Kathmandu", after, until))).toEqual(["2026-05-01T18:15:00.000Z", "2026-05-02T18:15:00.000Z"]);
+  });
+
+  it("fires every day of a week, once a day (Asia/Kathmandu)", () => {
+    const got = dueTimesBetween("0 3 * * *", "Asia/Kathmandu", new Date("2026-05-01T00:00:00Z"), new Date("2026-05-08T00:00:00Z"));
+    expect(got).toHaveLength(7);
+    expect(got.every((d) => d.toISOString().endsWith("T21:15:00.000Z"))).toBe(true);
+  });
+
+  it("fires in Australia/Eucla (+08:45)", () => {
+    const after = new Date("2026-05-01T00:00:00Z");
+    const until = new Date("2026-05-03T00:00:00Z");
+    expect(iso(dueTimesBetween("0 3 * * *", "Australia/Eucla", after, until))).toEqual(["2026-05-01T18:15:00.000Z", "2026-05-02T18:15:00.000Z"]);
+    expect(iso(dueTimesBetween("5 9 * * *", "Australia/Eucla", after, until))).toEqual(["2026-05-01T00:20:00.000Z", "2026-05-02T00:20:00.000Z"]);
+  });
+
+  it("follows Pacific/Chatham across spring forward (+12:45 to +13:45 at 02:45 local, 2026-09-27)", () => {
+    const after = new Date("2026-09-24T00:00:00Z");
+    const until = new Date("2026-09-29T00:00:00Z");
+    // 03:00 does not exist on the 27th (02:45 becomes 03:45).
+    expect(iso(dueTimesBetween("0 3 * * *", "Pacific/Chatham", after, until))).toEqual([
+      "2026-09-24T14:15:00.000Z", "2026-09-25T14:15:00.000Z", "2026-09-27T13:15:00.000Z", "2026-09-28T13:15:00.000Z",
+    ]);
+    // 03:50 does: five minutes after the change.
+    expect(iso(dueTimesBetween("50 3 * * *", "Pacific/Chatham", after, until))).toEqual([
+      "2026-09-24T15:05:00.000Z", "2026-09-25T15:05:00.000Z", "2026-09-26T14:05:00.000Z", "2026-09-27T14:05:00.000Z", "2026-09-28T14:05:00.000Z",
+    ]);
+  });
+
+  it("follows Pacific/Chatham across fall back (+13:45 to +12:45 at 03:45 local, 2026-04-05), a repeated 03:00 due once", () => {
+    const got = dueTimesBetween("0 3 * * *", "Pacific/Chatham", new Date("2026-04-03T00:00:00Z"), new Date("2026-04-06T00:00:00Z"));
+    expect(iso(got)).toEqual(["2026-04-03T13:15:00.000Z", "2026-04-04T13:15:00.000Z", "2026-04-05T14:15:00.000Z"]);
+  });
+
+  it("is due once at a wall time repeated by a half-hour fall back (Australia/Lord_Howe, 2026-04-05)", () => {
+    const got = dueTimesBetween("45 1 * * *", "Australia/Lord_Howe", new Date("2026-04-03T00:00:00Z"), new Date("2026-04-06T00:00:00Z"));
+    // 01:45 +11 on the 4th and 5th; on the 5th 02:00 +11 becomes 01:30 +10:30, so 01:45 comes again at 15:15Z: not due.
+    expect(iso(got)).toEqual(["2026-04-03T14:45:00.000Z", "2026-04-04T14:45:00.000Z", "2026-04-05T15:15:00.000Z"]);
+  });
+
+  it("is due once at a wall time repeated by a two-hour fall back (Antarctica/Troll, 2026-10-25)", () => {
+    const got = dueTimesBetween("30 1 * * *", "Antarctica/Troll", new Date("2026-10-23T12:00:00Z"), new Date("2026-10-26T12:00:00Z"));
+    // 01:30 +02 on the 24th and 25th; at 01:00Z on the 25th 03:00 +02 becomes 01:00 +00, so 01:30 comes again at 01:30Z: not due.
+    expect(iso(got)).toEqual(["2026-10-23T23:30:00.000Z", "2026-10-24T23:30:00.000Z", "2026-10-26T01:30:00.000Z"]);
+  });
+
+  it("does not fire again at the second occurrence when the window starts between the two", () => {
+    const got = dueTimesBetween("0 3 * * *", "Pacific/Chatham", new Date("2026-04-04T13:30:00Z"), new Date("2026-04-05T00:00:00Z"));
+    expect(iso(got)).toEqual([]);
+  });
+});
+
 describe("nextDueTime", () => {
   it("finds a yearly schedule far ahead", () => {
     expect(nextDueTime("0 0 1 1 *", "UTC", new Date("2026-01-01T00:00:00Z"))?.toISOString()).toBe("2027-01-01T00:00:00.000Z");
@@ -53,6 +120,12 @@ describe("nextDueTime", () => {
 
   it("refuses an expression that can never match (Feb 30th) instead of searching forever", () => {
     expect(() => nextDueTime("0 0 30 2 *", "UTC", new Date("2026-01-01T00:00:00Z"))).toThrow(ScheduleError);
+  });
+
+  it("finds the next due time in a +05:45 zone (Asia/Kathmandu)", () => {
+    expect(nextDueTime("0 3 * * *", "Asia/Kathmandu", new Date("2026-05-01T00:00:00Z"))?.toISOString()).toBe("2026-05-01T21:15:00.000Z");
+    expect(nextDueTime("@daily", "Asia/Kathmandu", new Date("2026-05-01T18:15:00Z"))?.toISOString()).toBe("2026-05-02T18:15:00.000Z");
+    expect(nextDueTime("0 0 1 1 *", "Asia/Kathmandu", new Date("2026-01-01T00:00:00Z"))?.toISOString()).toBe("2026-12-31T18:15:00.000Z");
   });
 
   it("is undefined when nothing is due within the horizon", () => {
