@@ -9,6 +9,9 @@
 // only recorded. An account identified VIA unix_socket stands for a plugin whose
 // hash cannot be recomputed (caching_sha2_password, ed25519): there only the
 // fingerprint tells, and an unwanted ALTER USER would show as the plugin changing.
+// An HMAC under the current key is checked whenever the account is converged, so
+// another key of the same Secret is noticed; a password set before a later step
+// failed is on record, so a Secret set back to the old password is set again.
 import { scrypt } from "node:crypto";
 import { builtin, type KubeObject } from "@stateward/core";
 import { FINGERPRINT_KEY_SECRET, passwordFingerprint, type DatabaseUser } from "@stateward/operator-database-user";
@@ -173,5 +176,50 @@ describe("database-user: the password fingerprint", () => {
     // mysql_native_password: the server's hash says the password is current, so not even that one ALTER USER.
     expect(writesOn(before.status!.user!)).toBe(0);
     expect(await tryLogin(env.mysql, before.status!.user!, pw)).toBe("ok");
+  });
+
+  it("sets the password of another key of the same Secret: spec.passwordSecretRef.key edited, the Secret unchanged", async () => {
+    const [pw, other] = [password(), password()];
+    const user = `rekey_${id}`;
+    left.accounts.push({ user, host: "%" });
+    await client.create(builtin.secret, secret(ns, "rekey", { password: pw, other }));
+    const spec: DatabaseUser["spec"] = { instanceRef: { name: "db" }, user, passwordSecretRef: { name: "rekey" }, grants: [{ privileges: ["SELECT"], database: db }] };
+    await client.create(DBU, databaseUser(ns, "rekey", spec));
+    await waitReady(client, ns, "rekey", 1);
+    const created = writesOn(user); // CREATE USER, GRANT
+    // A plugin whose hash the operator cannot recompute: only the fingerprint tells.
+    await admin.query(`ALTER USER ${q(user)}@'%' IDENTIFIED VIA unix_socket`);
+    await sleep(DRIFT_CHECK_MS * 2);
+    expect(writesOn(user) - created, "drift checks with the password unchanged").toBe(0);
+
+    await client.patch(DBU, ns, "rekey", { spec: { passwordSecretRef: { name: "rekey", key: "other" } } });
+    await waitReady(client, ns, "rekey", 2);
+    // Before, the Secret's version was the same, so the fingerprint was not looked at: Ready, the old password kept.
+    expect(writesOn(user) - created).toBe(1); // ALTER USER ... IDENTIFIED BY
+    expect(await plugin(user)).toBe("mysql_native_password");
+    expect(await tryLogin(env.mysql, user, other)).toBe("ok");
+  });
+
+  it("records a password set before a later step failed: the Secret set back to the old one is set again", async () => {
+    const [first, second] = [password(), password()];
+    const { user } = await createUser("revert", first);
+    const grants: DatabaseUser["spec"]["grants"] = [{ privileges: ["SELECT"], database: db }];
+    // A grant the server refuses (no such table): every reconcile fails after the password step.
+    await client.patch(DBU, ns, "revert", { spec: { grants: [...(grants ?? []), { privileges: ["SELECT"], database: db, table: "no_such_table" }] } });
+    await waitFor("the grant refused", async () => ((await client.get<DatabaseUser>(DBU, ns, "revert")).status?.conditions?.find((c) => c.type === "Ready" && c.status === "False" && c.observedGeneration === 2) ? true : undefined));
+    await client.patch(builtin.secret, ns, "revert", { stringData: { password: second } });
+    await waitFor("the rotated password set", async () => ((await tryLogin(env.mysql, user, second)) === "ok" ? true : undefined), 15_000, 200);
+    await sleep(2_000); // the reconcile goes on to the grant, fails, and records its failure
+    // As a plugin whose hash cannot be recomputed would keep it: the server's hash says nothing. The
+    // Secret is set back right after, before a retry of the failing reconcile would look at the account.
+    await admin.query(`ALTER USER ${q(user)}@'%' IDENTIFIED VIA unix_socket`);
+
+    // The Secret set back and the grant fixed: the password on the server is the second one, so the first is set again.
+    await client.patch(builtin.secret, ns, "revert", { stringData: { password: first } });
+    await client.patch(DBU, ns, "revert", { spec: { grants } });
+    await waitReady(client, ns, "revert", 3);
+    // Before, the status still held the first password's fingerprint: "unchanged", Ready, and the second kept.
+    expect(await plugin(user)).toBe("mysql_native_password");
+    expect(await tryLogin(env.mysql, user, first)).toBe("ok");
   });
 });

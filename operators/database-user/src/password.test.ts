@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fingerprintKeyNamespace, keyOf } from "./fingerprint-key.ts";
-import { fingerprintMatches, keyId, legacyPasswordFingerprint, nativePasswordHash, passwordFingerprint } from "./password.ts";
+import { fingerprintMatches, keyId, legacyPasswordFingerprint, madeWithKey, nativePasswordHash, passwordFingerprint } from "./password.ts";
 
 const key = Buffer.alloc(32, 7);
 const otherKey = Buffer.alloc(32, 8);
@@ -55,6 +55,15 @@ describe("fingerprintMatches", () => {
   it("takes an unknown format as no match", async () => {
     expect(await fingerprintMatches("sha512:abc", "s3cret", "uid-1", key)).toBe(false);
     expect(await fingerprintMatches("", "s3cret", "uid-1", key)).toBe(false);
+  });
+});
+
+describe("madeWithKey", () => {
+  it("tells an HMAC under this key (cheap to check every time) from one under a lost key or an older format", async () => {
+    expect(madeWithKey(passwordFingerprint("s3cret", "uid-1", key), key)).toBe(true);
+    expect(madeWithKey(passwordFingerprint("s3cret", "uid-1", otherKey), key)).toBe(false);
+    expect(madeWithKey(await legacyPasswordFingerprint("s3cret", "uid-1"), key)).toBe(false);
+    expect(madeWithKey("", key)).toBe(false);
   });
 });
 

@@ -61,6 +61,11 @@ export async function fingerprintMatches(fingerprint: string, password: string, 
   return false;
 }
 
+/** Whether `fingerprint` is an HMAC made with `key` (then checking it costs microseconds, and a mismatch means another password). */
+export function madeWithKey(fingerprint: string, key: Buffer): boolean {
+  return fingerprint.startsWith(`${HMAC_PREFIX}${keyId(key)}:`);
+}
+
 function sameText(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);

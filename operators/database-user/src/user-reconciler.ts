@@ -55,7 +55,7 @@ import {
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
 import { actualGrants, changeStatements, describeChange, desiredGrants, diffGrants, isEmptyDiff } from "./grants.ts";
 import { USER_BY_ACCOUNT, mysqlUserName, userAccount } from "./indexes.ts";
-import { fingerprintMatches, nativePasswordHash, passwordFingerprint } from "./password.ts";
+import { fingerprintMatches, madeWithKey, nativePasswordHash, passwordFingerprint } from "./password.ts";
 import type { FingerprintKey } from "./fingerprint-key.ts";
 import { readyStatus, writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
@@ -98,6 +98,12 @@ export interface DatabaseUserReconcilerDeps {
   fingerprintKey: FingerprintKey;
 }
 
+/** A DatabaseUser being converged: the object as last written, and a password set on the server before a later step failed. */
+interface Converging {
+  user: DatabaseUser;
+  applied?: { passwordSecretVersion: string | undefined; passwordFingerprint: string };
+}
+
 export class DatabaseUserReconciler implements Reconciler {
   private readonly d: DatabaseUserReconcilerDeps;
   private readonly driftCheckIntervalMs: number;
@@ -126,7 +132,7 @@ export class DatabaseUserReconciler implements Reconciler {
 
     // converge() replaces `current.user` when it writes the object midway (the finalizer, with the claim
     // right before CREATE USER), so that the writes after it carry its resourceVersion.
-    const current = { user };
+    const current: Converging = { user };
     try {
       return await this.converge(current, ctx);
     } catch (err) {
@@ -136,7 +142,7 @@ export class DatabaseUserReconciler implements Reconciler {
       // Also a DatabaseUser that never got to its account holds the finalizer: deleting it then says what
       // became of the account (AccountNotDropped, AccountKept) instead of going without a word.
       current.user = await this.holdFinalizer(current.user);
-      await writeStatus(this.d.client, DBU, current.user, readyStatus({}, { status: "False", reason: failure.reason, message: failure.message }));
+      await writeStatus(this.d.client, DBU, current.user, readyStatus(current.applied ?? {}, { status: "False", reason: failure.reason, message: failure.message }));
       await this.d.events.record(current.user, "Warning", failure.reason, failure.message);
       // A terminal failure (an invalid spec, a protected account) waits for the next change of the DatabaseUser.
       throw failure;
@@ -218,7 +224,7 @@ export class DatabaseUserReconciler implements Reconciler {
     return all.reduce((a, b) => (order(b) < order(a) ? b : a));
   }
 
-  private async converge(current: { user: DatabaseUser }, ctx: ReconcileContext): Promise<Result> {
+  private async converge(current: Converging, ctx: ReconcileContext): Promise<Result> {
     const user = current.user;
     const namespace = user.metadata.namespace ?? "";
     const uid = user.metadata.uid ?? "";
@@ -325,18 +331,23 @@ export class DatabaseUserReconciler implements Reconciler {
         ctx.log.info("adopting an existing account", { account: describeAccount(account) });
       }
       current.user = await this.holdFinalizer(current.user); // before the account is changed: it is dropped on delete
-      // Fingerprint only when the Secret moved since the password was last applied, or nothing is known:
-      // a fingerprint in the status is kept as it is (also one in an older format) while the Secret stays.
+      // Whether the fingerprint on record is this password's. Always looked at when it is an HMAC under
+      // the current key (microseconds): the Secret's version alone misses a password named another way
+      // while the Secret stays (spec.passwordSecretRef.key edited). Otherwise only when the Secret moved
+      // since the password was last applied: an older release's scrypt fingerprint (~33 ms each) or one
+      // under a lost key is kept as it is while the Secret stays, and checked once when it moves.
+      const key = await this.key();
       const secretMoved = fingerprint === undefined || secretVersion !== user.status?.passwordSecretVersion;
-      const fresh = secretMoved ? passwordFingerprint(password, uid, await this.key()) : fingerprint;
+      const onRecord = fingerprint !== undefined && (secretMoved || madeWithKey(fingerprint, key)) ? await fingerprintMatches(fingerprint, password, uid, key) : !secretMoved;
+      const fresh = fingerprint !== undefined && !secretMoved && onRecord ? fingerprint : passwordFingerprint(password, uid, key);
       // mysql_native_password hashes are unsalted: the server's own hash says whether the password is right,
-      // which also catches a password changed by hand. Other plugins: the fingerprint of what was last set
-      // (an older release's scrypt one is checked as such, once, when its Secret first moves).
-      const stale = state.plugin === "mysql_native_password" && state.authenticationString !== ""
-        ? state.authenticationString !== nativePasswordHash(password)
-        : secretMoved && !(fingerprint !== undefined && (await fingerprintMatches(fingerprint, password, uid, await this.key())));
+      // which also catches a password changed by hand. Other plugins: the fingerprint of what was last set.
+      const stale = state.plugin === "mysql_native_password" && state.authenticationString !== "" ? state.authenticationString !== nativePasswordHash(password) : !onRecord;
       if (stale) {
         await setPassword(conn, account, password);
+        // On record even if a later step fails: the status then says what the server holds, and a Secret
+        // set back to the password before is seen as a change (not as the fingerprint's old password).
+        current.applied = { passwordSecretVersion: secretVersion, passwordFingerprint: fresh };
         changed.push("set the password");
         ctx.log.info("password set", { account: describeAccount(account) });
       }
