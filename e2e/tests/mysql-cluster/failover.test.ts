@@ -5,6 +5,7 @@
 // write the old primary acknowledged is on it — over FAILOVER_TRIALS trials.
 // The old primary, revived, rejoins as a replica and catches up, unless it
 // holds transactions the new primary lacks (then it is named and kept out).
+// The new primary waits for acknowledgements before it is made writable.
 // A primary only the operator cannot reach (a partition between them: the
 // replicas and the application still reach it) is not failed over on the
 // operator's own word — the pod's readiness that its own readiness gate took
@@ -19,18 +20,21 @@
 // promoted until spec.primary names a replica. A rollout stopped at its
 // health gate does not hold a failover back, nor does one whose last
 // restarted replica was promoted since, and a rollout restarts no replica
-// while the primary does not answer.
+// while the primary does not answer. A primary whose pod is stuck Terminating
+// is failed over as one that vanished; a promotion whose decision cannot be
+// written leaves its candidate a replica, promoted once it can be.
 import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { eventsAbout, type KubeEvent } from "../../support/events.ts";
-import { testClient } from "../../support/kube.ts";
+import { deleteNamespace, freshNamespace, testClient } from "../../support/kube.ts";
 import { NotReadyNode } from "../../support/kwok-nodes.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
 import { clusterManifest, clusterRunning, onPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
+import { refuseWrites, statusFieldUnchanged } from "../../support/refused-writes.ts";
 import { loseNode, newPrimary, nodeBack, partitionFromOperator, prepareApp, rejoinedOrKeptOut, reseed, startPrimaryWriter, storedIds, WRITER } from "../../support/mysql-failover.ts";
 
 /** Failovers in a row on one cluster: each about 10 s on the stand-ins (detection, promotion, the old primary's rejoin). */
@@ -96,6 +100,24 @@ async function failoverNeeded(name: string, timeoutMs = 90_000): Promise<{ reaso
   }, timeoutMs, 300);
 }
 
+/** @@rpl_semi_sync_master_enabled at the first look that finds `pod` writable (looked at every few milliseconds). */
+async function semiSyncWhenWritable(pod: string, password: string): Promise<number> {
+  const server = await servers.server(pod);
+  if (!server) throw new Error(`no server for ${pod}`);
+  const conn = await mysql.createConnection({ host: server.host, port: server.port, user: "root", password });
+  try {
+    const until = Date.now() + 60_000;
+    while (Date.now() < until) {
+      const [rows] = (await conn.query("SELECT @@read_only AS ro, @@rpl_semi_sync_master_enabled AS m")) as unknown as [{ ro: number; m: number }[]];
+      if (Number(rows[0]?.ro) === 0) return Number(rows[0]?.m);
+      await sleep(2);
+    }
+    throw new Error(`${pod} not writable within 60 s`);
+  } finally {
+    await conn.end();
+  }
+}
+
 /** The sequence number of a MariaDB GTID ("0-1000-57" → 57n). */
 function sequenceOf(gtid: string): bigint {
   return BigInt(gtid.split("-")[2] ?? "-1");
@@ -142,6 +164,9 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       await loseNode(servers, old);
       const promoted = await newPrimary(client, ns, name, old);
       const next = promoted.status?.currentPrimary ?? "";
+      // Made writable only once it waits for acknowledgements: looked at from the decision on record until it takes writes.
+      const whenWritable = await semiSyncWhenWritable(next, password);
+      expect(whenWritable, `${next} waited for acknowledgements when it was made writable`).toBe(1);
       // Writable: the writer's next write through the primary Service is acknowledged.
       const count = writer.acknowledged.length;
       await waitFor("a write acknowledged by the new primary", () => Promise.resolve(writer.acknowledged.length > count ? true : undefined), 60_000, 20);
@@ -384,6 +409,65 @@ describe("a replica whose pod is stuck Terminating (evicted from a lost node)", 
     } finally {
       await client.patch(builtin.pod, ns, evicted, { metadata: { finalizers: null } }).catch(() => undefined);
     }
+  }, 240_000);
+});
+
+describe("a primary whose pod is stuck Terminating (evicted from a lost node)", () => {
+  it("is failed over all the same: its last position stays on record while it has no pod", async () => {
+    const name = "gone";
+    const { old, password } = await runningWithOneRow(name, { failover: { detectionSeconds: DETECTION_SECONDS } });
+    // Its node is lost and the pod evicted within the detection time: it stays Terminating, as no kubelet confirms it.
+    await loseNode(servers, old);
+    await client.patch(builtin.pod, ns, old, { metadata: { finalizers: ["stateward.io/test-node-lost"] } });
+    await client.delete(builtin.pod, ns, old);
+    try {
+      // Before, the first status written without its pod dropped its position, and no failover ever started.
+      const promoted = await newPrimary(client, ns, name, old);
+      await promotedWithTheRow(name, promoted.status?.currentPrimary ?? "", password);
+      expect((await failedOverEvent(name)).note).toContain("its pod is gone");
+    } finally {
+      await client.patch(builtin.pod, ns, old, { metadata: { finalizers: null } }).catch(() => undefined);
+    }
+  }, 240_000);
+});
+
+describe("a promotion whose decision cannot be recorded", () => {
+  it("leaves the candidate a replica, and promotes it once the decision can be written", async () => {
+    const name = "unrec";
+    const id = `${Date.now()}`;
+    const label = "test.stateward.io/primary-change-refused";
+    const policy = `mysqlcluster-primary-refused-${id}`;
+    const manifest = clusterManifest(ns, name, { replicas: 2, storage: { size: "1Gi" }, failover: { detectionSeconds: DETECTION_SECONDS } });
+    manifest.metadata.labels = { [label]: id };
+    await client.create(MYC, manifest);
+    const old = (await clusterRunning(client, suite, name, 2)).status?.currentPrimary ?? "";
+    const candidate = [`${name}-0`, `${name}-1`].find((p) => p !== old) ?? "";
+    const password = await rootPassword(client, ns, name);
+    await onPod(servers, old, password, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1)");
+    // Every status write that would change currentPrimary is refused, as if the operator stopped right before it.
+    // In force once a probe cluster in a namespace no manager watches is refused such a write.
+    const probeNs = await freshNamespace(client, "failover-probe");
+    const probe = clusterManifest(probeNs, "probe", { replicas: 1, storage: { size: "1Gi" } });
+    probe.metadata.labels = { [label]: id };
+    await client.create(MYC, probe);
+    const refused = await refuseWrites(
+      client,
+      { name: policy, resource: "mysqlclusters/status", allowedWhen: statusFieldUnchanged("currentPrimary"), message: "currentPrimary changes refused by the test", label: { key: label, value: id } },
+      async () => client.updateStatus(MYC, { ...(await client.get<MySQLCluster>(MYC, probeNs, "probe")), status: { currentPrimary: `probe-${Date.now()}` } }),
+    );
+    await deleteNamespace(client, probeNs);
+    try {
+      await loseNode(servers, old);
+      await waitFor("the promotion's decision refused", () => Promise.resolve(suite.logs.text().includes("currentPrimary changes refused by the test") ? true : undefined), 60_000, 300);
+      await sleep(3_000);
+      // Still a replica of the lost primary: before, its replication was reset first, and it was a candidate no more.
+      const [replica] = await onPod(servers, candidate, password, "SHOW SLAVE STATUS");
+      expect(replica?.Master_Host, `${candidate} still set up as a replica`).toBeTruthy();
+      expect((await get(name)).status?.currentPrimary).toBe(old);
+    } finally {
+      await refused.lift();
+    }
+    await promotedWithTheRow(name, candidate, password);
   }, 240_000);
 });
 

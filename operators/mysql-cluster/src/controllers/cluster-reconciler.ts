@@ -222,7 +222,7 @@ export class ClusterReconciler implements Reconciler {
 
     // 5. Members.
     const servers = Math.min(desired, stsReplicas);
-    const { members, seeds, semiSync, errant } = await convergeMembers(
+    const { members, recorded, seeds, semiSync, errant } = await convergeMembers(
       this.d,
       this.seeding,
       cluster,
@@ -249,7 +249,7 @@ export class ClusterReconciler implements Reconciler {
       name,
       desired,
       previousPhase: cluster.status?.phase,
-      members: members.map((m) => m.status),
+      members: recorded,
       ...(primary ? { primaryServer: { flavor: primary.server.flavor, version: primary.server.version } } : {}),
       rollout,
       extra: [

@@ -214,11 +214,15 @@ export class FailoverWatch {
       return needed("CandidateApplying", `${why}; ${candidate.name} has not applied what it received (${candidate.received}; applied ${executed}) after ${APPLY_RELAY_LOG_MS / 1000} s: promoted once it has`);
     }
     ctx.signal.throwIfAborted();
-    await stopReplica(conn);
     // Detected when this candidate's promotion began (the reconciles that waited for its relay log came after).
     const lastFailover = { from: oldName, to: candidate.name, detectedAt: kubeTime(since), promotedAt: kubeTime(d.clock.now()), position: executed, ...(dataLoss ? { dataLoss } : {}) };
-    // On record before the labels move: every later reconcile (and a new leader) starts from it; the old primary is never made writable again.
+    // On record before anything changes on a server or a label: every later reconcile (and a new leader)
+    // starts from it; the old primary is never made writable again. Only then is its replication reset:
+    // a candidate reset before a decision that failed to land would be a replica no more, and no longer a
+    // candidate — the best one left out, or no failover at all. (Stopped here, a later reconcile's
+    // preparePrimary stops it.)
     await f.decisions.record(d, cluster, { currentPrimary: candidate.name, lastFailover }, (s) => s.currentPrimary === candidate.name);
+    await stopReplica(conn);
     await d.client.patch(builtin.pod, ns, candidate.name, { metadata: { labels: { [ROLE_LABEL]: "primary" } } }).catch(ignoreNotFound);
     await d.client.patch(builtin.pod, ns, oldName, { metadata: { labels: { [ROLE_LABEL]: "replica" } } }).catch(ignoreNotFound);
     this.forget(ns, name);

@@ -38,6 +38,11 @@ export interface MembersInput {
 export interface MembersObserved {
   /** Every member with a pod, by ordinal. */
   members: Observed[];
+  /**
+   * What status.members records, by ordinal: every member with a pod, and the primary without
+   * one (gone, or stuck Terminating on a lost node) when its last position is on record.
+   */
+  recorded: MemberStatus[];
   /** What the replicas that need seeding are doing. */
   seeds: SeedView[];
   /** The primary's semi-sync state; undefined when it did not answer. */
@@ -54,10 +59,15 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
   let primaryState: ServerState | undefined;
   let semiSync: SemiSyncState | undefined;
   const primaryPod = pods.get(primaryOrdinal);
+  const primaryName = podName(name, primaryOrdinal);
+  // Its last position seen stays on record until it answers again — also while its pod is gone or
+  // being deleted: a failover starts only from a primary seen, and checks the candidate has that
+  // position (controllers/failover.ts). Dropped with the pod, no failover would ever start.
+  const seen = cluster.status?.members?.find((m) => m.name === primaryName)?.gtidExecuted;
+  const absentPrimary: MemberStatus | undefined =
+    primaryPod || seen === undefined ? undefined : { name: primaryName, role: "primary", ready: false, gtidExecuted: seen, message: input.primaryError ?? "its pod does not exist" };
   if (primaryPod) {
-    const status: MemberStatus = { name: podName(name, primaryOrdinal), role: "primary", ready: false };
-    // Its last position seen stays on record until it answers again: a failover checks the candidate has it (controllers/failover.ts).
-    const seen = cluster.status?.members?.find((m) => m.name === status.name)?.gtidExecuted;
+    const status: MemberStatus = { name: primaryName, role: "primary", ready: false };
     if (seen !== undefined) status.gtidExecuted = seen;
     if (primary) {
       try {
@@ -105,7 +115,8 @@ export async function convergeMembers(d: Deps, seeding: ReplicaSeeding, cluster:
     }
   }
   members.sort((a, b) => a.ordinal - b.ordinal);
-  return { members, seeds, semiSync, errant };
+  const recorded = [...members, ...(absentPrimary ? [{ ordinal: primaryOrdinal, status: absentPrimary }] : [])].sort((a, b) => a.ordinal - b.ordinal).map((m) => m.status);
+  return { members, recorded, seeds, semiSync, errant };
 }
 
 /** The primary made writable with the replication account; its state and its semi-sync side (read once here). */
@@ -115,7 +126,10 @@ async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConn
   if (state.serverId !== SERVER_ID_BASE + ordinal) await setServerId(conn, SERVER_ID_BASE + ordinal);
   // Semi-sync before writes, when replicas were replicating (a primary just promoted): its first write
   // is already acknowledged by one. A new cluster's primary gets it once a replica replicates (convergeMembers).
-  const replicated = cluster.status?.members?.some((m) => m.role === "replica" && m.ioThread) ?? false;
+  // After a failover the status written while the old primary did not answer shows no replica replicating,
+  // so the last failover's target, still read-only, counts as promoted whatever the members say.
+  const promoted = state.readOnly && cluster.status?.lastFailover?.to === podName(cluster.metadata.name ?? "", ordinal);
+  const replicated = promoted || (cluster.status?.members?.some((m) => m.role === "replica" && m.ioThread) ?? false);
   const plan = !input.semiSync.enabled || replicated ? planSemiSync(semiSync, input.semiSync) : undefined;
   if (plan) semiSync = await applySemiSync(conn, plan);
   const done = [...(plan?.done ?? []), ...(await makeWritable(conn, state, input.replicationPassword))];
