@@ -18,14 +18,17 @@
 // no kubelet to notice), or cut off from the operator alone (partition): the
 // operators connect through resolve(), while the servers replicate from, and
 // applications connect to, what reach() returns — the pods' network, which a
-// partition between the operator and a pod leaves as it is.
+// partition between the operator and a pod leaves as it is. The operator's
+// link to a pod can also be slowed (slowLink): its connections then go through
+// a throttled proxy, so a copy into that pod lasts as long as a test needs on
+// any machine.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { builtin, isAlreadyExists, isNotFound, messageOf, type KubeClient, type KubeObject } from "@stateward/core";
 import type { ServerAddress, ServerAddressResolver } from "@stateward/mysql";
 import { MY_CNF_KEY, ROLE_LABEL, SERVER_ID_BASE, clusterNames } from "@stateward/operator-mysql-cluster";
-import { isAlive, startMariaDB, stopMariaDB, type MariaDBEndpoint } from "../harness/index.ts";
+import { isAlive, startMariaDB, stopMariaDB, TcpProxy, type MariaDBEndpoint } from "../harness/index.ts";
 import { PV } from "./storage.ts";
 
 interface Pod extends KubeObject {
@@ -54,7 +57,11 @@ export class LocalPodServers implements ServerAddressResolver {
   private readonly volumes = new Set<string>();
   /** Pods whose server the operator does not reach (see partition). */
   private readonly cutOff = new Set<string>();
+  /** Pods whose link from the operator is slowed (see slowLink): the bandwidth, and a proxy per server address. */
+  private readonly slowed = new Map<string, { bytesPerSecond: number; proxies: Map<string, Promise<TcpProxy>> }>();
   private stopped = false;
+  /** Every proxy slowLink made, stopped with the servers (a lifted limit keeps its proxy's open connections). */
+  private readonly proxies: Promise<TcpProxy>[] = [];
   private loop: Promise<void> | undefined;
   /** Failures starting a server, by pod: a test asserts there are none. */
   readonly failures = new Map<string, string>();
@@ -126,7 +133,39 @@ export class LocalPodServers implements ServerAddressResolver {
   async resolve(address: ServerAddress): Promise<ServerAddress> {
     const { pod, at } = await this.locate(address);
     // Looked at last: a partition made while the pod was being looked up holds for this connection too.
-    return pod !== undefined && this.cutOff.has(pod) ? NOTHING_LISTENS : at;
+    if (pod === undefined || at === NOTHING_LISTENS) return at;
+    if (this.cutOff.has(pod)) return NOTHING_LISTENS;
+    const slow = this.slowed.get(pod);
+    return slow ? this.throughProxy(slow, at) : at;
+  }
+
+  /**
+   * Slows the operator's link to a pod's server to `bytesPerSecond` (both directions, all its connections
+   * together), or lifts the limit (0). Connections made before keep the link they were made on: slow a
+   * pod before the operator connects to it. The servers and applications (reach) are not slowed.
+   */
+  slowLink(pod: string, bytesPerSecond: number): void {
+    const slow = this.slowed.get(pod);
+    if (bytesPerSecond > 0 && !slow) this.slowed.set(pod, { bytesPerSecond, proxies: new Map() });
+    if (!slow) return;
+    slow.bytesPerSecond = bytesPerSecond;
+    for (const proxy of slow.proxies.values()) void proxy.then((p) => p.throttle(bytesPerSecond));
+    if (bytesPerSecond <= 0) this.slowed.delete(pod);
+  }
+
+  /** The throttled proxy in front of a server's address (one per address: a restarted server may listen elsewhere). */
+  private async throughProxy(slow: { bytesPerSecond: number; proxies: Map<string, Promise<TcpProxy>> }, at: ServerAddress): Promise<ServerAddress> {
+    const key = `${at.host}:${at.port}`;
+    let proxy = slow.proxies.get(key);
+    if (!proxy) {
+      const made = new TcpProxy(at);
+      made.throttle(slow.bytesPerSecond);
+      proxy = made.start().then(() => made);
+      slow.proxies.set(key, proxy);
+      this.proxies.push(proxy);
+    }
+    const started = await proxy;
+    return { host: "127.0.0.1", port: started.port };
   }
 
   /** What a server is told to replicate from: the pods reach each other whether or not the operator reaches them. */
@@ -283,6 +322,7 @@ export class LocalPodServers implements ServerAddressResolver {
     await this.loop;
     const servers = await Promise.all([...this.servers.values()].map((s) => s.catch(() => undefined)));
     for (const s of servers) if (s) await stopMariaDB(s);
+    for (const proxy of this.proxies) await (await proxy).stop();
     const volumes = await this.client.list(PV, { labelSelector: `stateward.io/test-namespace=${this.namespace}` }).catch(() => ({ items: [] }));
     for (const pv of volumes.items) {
       await this.client.delete(PV, undefined, pv.metadata.name ?? "").catch((err: unknown) => {
