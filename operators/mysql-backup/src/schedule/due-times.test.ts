@@ -128,6 +128,14 @@ describe("nextDueTime", () => {
     expect(nextDueTime("0 0 1 1 *", "Asia/Kathmandu", new Date("2026-01-01T00:00:00Z"))?.toISOString()).toBe("2026-12-31T18:15:00.000Z");
   });
 
+  it("ends when asked from an instant with milliseconds just before a clock change (as the reconciler asks, with the clock's now)", () => {
+    // Berlin springs forward at 01:00 UTC on 2026-03-29 and falls back at 01:00 UTC on 2026-10-25.
+    expect(nextDueTime("* * * * *", "Europe/Berlin", new Date("2026-03-29T00:59:00.250Z"))?.toISOString()).toBe("2026-03-29T01:00:00.000Z");
+    // 02:00-02:59 local come again after the change: each was due the first time, so the next is 03:00 CET.
+    expect(nextDueTime("* * * * *", "Europe/Berlin", new Date("2026-10-25T00:59:30.250Z"))?.toISOString()).toBe("2026-10-25T02:00:00.000Z");
+    expect(nextDueTime("*/5 * * * * *", "Europe/Berlin", new Date("2026-03-29T00:59:59.999Z"))?.toISOString()).toBe("2026-03-29T01:00:00.000Z");
+  });
+
   it("is undefined when nothing is due within the horizon", () => {
     expect(nextDueTime("0 0 1 1 *", "UTC", new Date("2026-01-01T00:00:00Z"), 30)).toBeUndefined();
   });

@@ -103,7 +103,9 @@ export function dueTimesBetween(expression: string, timeZone: string, after: Dat
       if (wall.local - t !== prevOffset) {
         // The offset changed in (prev, t]: look from the first instant with the new offset, which a jump or
         // a step under the old offset may have passed (one change per jump: zones change at most twice a year).
-        let lo = prev;
+        // On whole seconds (offsets change at one): `after` may carry milliseconds, and a gap that is not
+        // a whole number of seconds would leave the halving stuck one second short of its end.
+        let lo = Math.floor(prev / 1000) * 1000;
         let hi = t;
         while (hi - lo > 1000) {
           const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
