@@ -101,7 +101,7 @@ export interface DatabaseUserReconcilerDeps {
 /** A DatabaseUser being converged: the object as last written, and a password set on the server before a later step failed. */
 interface Converging {
   user: DatabaseUser;
-  applied?: { passwordSecretVersion: string | undefined; passwordFingerprint: string };
+  applied?: { passwordSecretVersion: string | undefined; passwordFingerprint: string | undefined };
 }
 
 export class DatabaseUserReconciler implements Reconciler {
@@ -336,13 +336,18 @@ export class DatabaseUserReconciler implements Reconciler {
       // while the Secret stays (spec.passwordSecretRef.key edited). Otherwise only when the Secret moved
       // since the password was last applied: an older release's scrypt fingerprint (~33 ms each) or one
       // under a lost key is kept as it is while the Secret stays, and checked once when it moves.
-      const key = await this.key();
+      // While the Secret stays, a key that cannot be read is no failure: the fingerprint is then trusted.
       const secretMoved = fingerprint === undefined || secretVersion !== user.status?.passwordSecretVersion;
-      const onRecord = fingerprint !== undefined && (secretMoved || madeWithKey(fingerprint, key)) ? await fingerprintMatches(fingerprint, password, uid, key) : !secretMoved;
-      const fresh = fingerprint !== undefined && !secretMoved && onRecord ? fingerprint : passwordFingerprint(password, uid, key);
+      const key = secretMoved ? await this.key() : await this.d.fingerprintKey.get().catch(() => undefined);
       // mysql_native_password hashes are unsalted: the server's own hash says whether the password is right,
       // which also catches a password changed by hand. Other plugins: the fingerprint of what was last set.
-      const stale = state.plugin === "mysql_native_password" && state.authenticationString !== "" ? state.authenticationString !== nativePasswordHash(password) : !onRecord;
+      const native = state.plugin === "mysql_native_password" && state.authenticationString !== "";
+      const checkable = fingerprint !== undefined && key !== undefined && (secretMoved || madeWithKey(fingerprint, key)) ? { fingerprint, key } : undefined;
+      const stale = native
+        ? state.authenticationString !== nativePasswordHash(password)
+        : checkable ? !(await fingerprintMatches(checkable.fingerprint, password, uid, checkable.key)) : secretMoved;
+      // Without the key the Secret has not moved, so a fingerprint is on record: it is kept.
+      const fresh = key === undefined || (fingerprint !== undefined && !secretMoved && !stale) ? fingerprint : passwordFingerprint(password, uid, key);
       if (stale) {
         await setPassword(conn, account, password);
         // On record even if a later step fails: the status then says what the server holds, and a Secret
