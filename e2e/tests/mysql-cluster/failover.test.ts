@@ -100,21 +100,27 @@ async function failoverNeeded(name: string, timeoutMs = 90_000): Promise<{ reaso
   }, timeoutMs, 300);
 }
 
-/** @@rpl_semi_sync_master_enabled at the first look that finds `pod` writable (looked at every few milliseconds). */
-async function semiSyncWhenWritable(pod: string, password: string): Promise<number> {
-  const server = await servers.server(pod);
-  if (!server) throw new Error(`no server for ${pod}`);
-  const conn = await mysql.createConnection({ host: server.host, port: server.port, user: "root", password });
+/** The first of `pods` seen writable (each looked at every few milliseconds from now on), with its @@rpl_semi_sync_master_enabled then. */
+async function firstWritable(pods: string[], password: string): Promise<{ pod: string; semiSync: number }> {
+  const conns = await Promise.all(
+    pods.map(async (pod) => {
+      const server = await servers.server(pod);
+      if (!server) throw new Error(`no server for ${pod}`);
+      return { pod, conn: await mysql.createConnection({ host: server.host, port: server.port, user: "root", password }) };
+    }),
+  );
   try {
     const until = Date.now() + 60_000;
     while (Date.now() < until) {
-      const [rows] = (await conn.query("SELECT @@read_only AS ro, @@rpl_semi_sync_master_enabled AS m")) as unknown as [{ ro: number; m: number }[]];
-      if (Number(rows[0]?.ro) === 0) return Number(rows[0]?.m);
+      for (const { pod, conn } of conns) {
+        const [rows] = (await conn.query("SELECT @@read_only AS ro, @@rpl_semi_sync_master_enabled AS m")) as unknown as [{ ro: number; m: number }[]];
+        if (Number(rows[0]?.ro) === 0) return { pod, semiSync: Number(rows[0]?.m) };
+      }
       await sleep(2);
     }
-    throw new Error(`${pod} not writable within 60 s`);
+    throw new Error(`none of ${pods.join(", ")} writable within 60 s`);
   } finally {
-    await conn.end();
+    await Promise.all(conns.map(({ conn }) => conn.end().catch(() => undefined)));
   }
 }
 
@@ -162,11 +168,12 @@ describe("a 3-server SemiSync cluster losing its primary", () => {
       await waitFor("writes acknowledged before the loss", () => Promise.resolve(writer.acknowledged.length >= 30 ? true : undefined), 60_000, 20);
       const lostAt = Date.now();
       await loseNode(servers, old);
+      // Made writable only once it waits for acknowledgements: the replicas looked at from the loss on.
+      const writable = firstWritable(["fo-0", "fo-1", "fo-2"].filter((p) => p !== old), password);
+      writable.catch(() => undefined); // awaited below
       const promoted = await newPrimary(client, ns, name, old);
       const next = promoted.status?.currentPrimary ?? "";
-      // Made writable only once it waits for acknowledgements: looked at from the decision on record until it takes writes.
-      const whenWritable = await semiSyncWhenWritable(next, password);
-      expect(whenWritable, `${next} waited for acknowledgements when it was made writable`).toBe(1);
+      expect(await writable, `${next} waited for acknowledgements when it was made writable`).toEqual({ pod: next, semiSync: 1 });
       // Writable: the writer's next write through the primary Service is acknowledged.
       const count = writer.acknowledged.length;
       await waitFor("a write acknowledged by the new primary", () => Promise.resolve(writer.acknowledged.length > count ? true : undefined), 60_000, 20);

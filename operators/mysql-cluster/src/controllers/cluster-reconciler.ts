@@ -250,6 +250,7 @@ export class ClusterReconciler implements Reconciler {
       desired,
       previousPhase: cluster.status?.phase,
       members: recorded,
+      withPods: members.length,
       ...(primary ? { primaryServer: { flavor: primary.server.flavor, version: primary.server.version } } : {}),
       rollout,
       extra: [

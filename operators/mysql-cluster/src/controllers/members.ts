@@ -127,8 +127,13 @@ async function preparePrimary(d: Deps, cluster: MySQLCluster, conn: InstanceConn
   // Semi-sync before writes, when replicas were replicating (a primary just promoted): its first write
   // is already acknowledged by one. A new cluster's primary gets it once a replica replicates (convergeMembers).
   // After a failover the status written while the old primary did not answer shows no replica replicating,
-  // so the last failover's target, still read-only, counts as promoted whatever the members say.
-  const promoted = state.readOnly && cluster.status?.lastFailover?.to === podName(cluster.metadata.name ?? "", ordinal);
+  // so the last failover's target, still read-only, counts as promoted whatever the members say — when a
+  // server other than the lost one is there to acknowledge (with none, its first commit would wait out
+  // the timeout: semi-sync then comes once a replica replicates, as for a new cluster).
+  const name = cluster.metadata.name ?? "";
+  const last = cluster.status?.lastFailover;
+  const acknowledgers = [...input.pods.keys()].filter((o) => o !== ordinal && o < input.staying && podName(name, o) !== last?.from);
+  const promoted = state.readOnly && last?.to === podName(name, ordinal) && acknowledgers.length > 0;
   const replicated = promoted || (cluster.status?.members?.some((m) => m.role === "replica" && m.ioThread) ?? false);
   const plan = !input.semiSync.enabled || replicated ? planSemiSync(semiSync, input.semiSync) : undefined;
   if (plan) semiSync = await applySemiSync(conn, plan);

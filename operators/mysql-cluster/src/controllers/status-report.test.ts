@@ -35,6 +35,10 @@ describe("the cluster's status report", () => {
     expect(report({ members, previousPhase: undefined }).phase).toBe("Provisioning");
     expect(report({ members }).others[0]).toEqual({ type: "Available", status: "False", reason: "PrimaryUnavailable", message: "db-0: server down" });
     expect(report({ members: [] }).others[0]).toMatchObject({ message: "the primary pod does not exist yet" });
+    // A primary whose pod is gone stays a member (its last position on record), but is no pod in status.replicas.
+    const gone = report({ members: [primary(false, "its pod does not exist"), replica(1), replica(2)], withPods: 2, previousPhase: "Running" });
+    expect(gone.fields).toMatchObject({ phase: "Degraded", replicas: 2, readyReplicas: 2 });
+    expect(gone.others[0]).toMatchObject({ message: "db-0: its pod does not exist" });
     expect(phaseWithoutPrimary("Degraded")).toBe("Degraded");
     expect(phaseWithoutPrimary("Scaling")).toBe("Provisioning");
   });

@@ -28,8 +28,10 @@ export interface ClusterFacts {
   desired: number;
   /** The phase in status before this reconcile. */
   previousPhase: MySQLClusterStatus["phase"];
-  /** Each server that has a pod, by ordinal. */
+  /** Each server that has a pod, by ordinal — and a primary whose pod is gone, while its last position is on record. */
   members: MemberStatus[];
+  /** The servers that have a pod (status.replicas); all the members when not given. */
+  withPods?: number;
   /** The primary's server, when connected. */
   primaryServer?: { flavor: Flavor; version: string };
   rollout: RolloutOutcome;
@@ -92,7 +94,7 @@ export function statusReport(facts: ClusterFacts): StatusReport {
     phase,
     fields: {
       phase,
-      replicas: members.length,
+      replicas: facts.withPods ?? members.length,
       readyReplicas: ready,
       ready: `${ready}/${desired}`,
       selector: selectorString(name),
