@@ -88,6 +88,31 @@ describe("database-user failures", () => {
     expect(await tryLogin(env.mysql, user, "p-2-correct")).toBe("ok");
   });
 
+  it("a password that is not UTF-8 text: refused, nothing created or changed, and Ready once stored as UTF-8", async () => {
+    // "pé!" in Latin-1: 0xE9 alone is no UTF-8. Decoded leniently it became "p\uFFFD!" on the server: a
+    // password no one knows, reported Ready.
+    const latin1 = Buffer.from([0x70, 0xe9, 0x21]).toString("base64");
+    const user = account("latin1");
+    await client.create(builtin.secret, { apiVersion: "v1", kind: "Secret", metadata: { name: "latin1", namespace: ns }, data: { password: latin1 } });
+    await client.create(DBU, databaseUser(ns, "latin1", { instanceRef: { name: "db" }, user, passwordSecretRef: { name: "latin1" } }));
+    const failed = await waitNotReady(client, ns, "latin1", "SecretValueNotText");
+    expect(readyOf(failed)?.message).toBe("Secret latin1 key password is not UTF-8 text: store the value UTF-8 encoded");
+    const admin = await adminConnection(env.mysql);
+    try {
+      expect(await accountExists(admin, user)).toBe(false);
+      await client.patch(builtin.secret, ns, "latin1", { stringData: { password: "pé!" } });
+      await waitReady(client, ns, "latin1", 1);
+      expect(await tryLogin(env.mysql, user, "pé!")).toBe("ok");
+
+      // An existing account keeps its password when the Secret's new one is not text.
+      await client.patch(builtin.secret, ns, "latin1", { data: { password: latin1 } });
+      await waitNotReady(client, ns, "latin1", "SecretValueNotText");
+      expect(await tryLogin(env.mysql, user, "pé!")).toBe("ok");
+    } finally {
+      await admin.end();
+    }
+  });
+
   it("an unreachable instance: Ready=False on the instance and its users, backoff, Ready once it is reachable", async () => {
     const port = await freePort(); // nothing listens there
     await client.create(builtin.secret, secret(ns, "down-admin", { username: env.mysql.user, password: env.mysql.password }));

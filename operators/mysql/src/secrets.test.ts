@@ -1,6 +1,6 @@
 import { ApiError, type Cache, type KubeClient } from "@stateward/core";
 import { describe, expect, it, vi } from "vitest";
-import { SecretReader, type Secret } from "./secrets.ts";
+import { MissingSecretError, SecretReader, secretValue, type Secret } from "./secrets.ts";
 
 // A synced, metadata-only Secrets cache showing one resourceVersion, and an API whose GETs
 // answer when the test says so: what readRecurring sees while an instance is forgotten.
@@ -150,5 +150,32 @@ describe("SecretReader.readAhead", () => {
     expect(r.gets()).toBe(0);
     expect((await r.secrets.read("team", "pw"))?.type).toBe("Opaque");
     expect(r.gets()).toBe(0);
+  });
+});
+
+describe("secretValue", () => {
+  const withData = (data: Record<string, string>): Secret => ({ apiVersion: "v1", kind: "Secret", metadata: { name: "pw", namespace: "team" }, data });
+
+  it("decodes UTF-8 text, a multi-byte character and a leading BOM kept", () => {
+    expect(secretValue(withData({ password: Buffer.from("pé€😀").toString("base64") }), "password")).toBe("pé€😀");
+    expect(secretValue(withData({ password: Buffer.from("\uFEFFx").toString("base64") }), "password")).toBe("\uFEFFx");
+  });
+
+  it("refuses bytes that are not UTF-8 (Latin-1 é, a cut sequence) without naming the value", () => {
+    for (const bytes of [[0x70, 0xe9, 0x21], [0x61, 0xe2, 0x82]]) {
+      const err = (() => {
+        try {
+          secretValue(withData({ password: Buffer.from(bytes).toString("base64") }), "password");
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err).toBeInstanceOf(MissingSecretError);
+      expect(err).toMatchObject({ reason: "SecretValueNotText", message: "Secret pw key password is not UTF-8 text: store the value UTF-8 encoded" });
+    }
+  });
+
+  it("names a missing key", () => {
+    expect(() => secretValue(withData({}), "password")).toThrow("Secret pw has no key password");
   });
 });

@@ -13,9 +13,9 @@ export interface Secret extends KubeObject {
 /** A referenced Secret or key that is not there; the message names both, never a value. */
 export class MissingSecretError extends ReconcileError {
   override name = "MissingSecretError";
-  declare readonly reason: "SecretNotFound" | "SecretKeyMissing";
-  /** Retried: the Secret may be created or completed any time. */
-  constructor(reason: "SecretNotFound" | "SecretKeyMissing", message: string) {
+  declare readonly reason: "SecretNotFound" | "SecretKeyMissing" | "SecretValueNotText";
+  /** Retried: the Secret may be created, completed or corrected any time. */
+  constructor(reason: "SecretNotFound" | "SecretKeyMissing" | "SecretValueNotText", message: string) {
     super(reason, message);
   }
 }
@@ -169,12 +169,21 @@ export class SecretReader {
   }
 }
 
+/** Refuses bytes that are not UTF-8 instead of replacing them with U+FFFD. */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 /**
  * The decoded value of `key` in `secret`.
- * @throws MissingSecretError when the key is absent.
+ * @throws MissingSecretError when the key is absent, or its value is not UTF-8 text: decoded leniently, a
+ *   password such as Latin-1 `pé` would be set on the server as `p\uFFFD`, a password no one knows, and
+ *   the account reported Ready. The message never holds the value.
  */
 export function secretValue(secret: Secret, key: string): string {
   const encoded = secret.data?.[key];
   if (encoded === undefined) throw new MissingSecretError("SecretKeyMissing", `Secret ${secret.metadata.name ?? ""} has no key ${key}`);
-  return Buffer.from(encoded, "base64").toString("utf8");
+  try {
+    return utf8.decode(Buffer.from(encoded, "base64"));
+  } catch {
+    throw new MissingSecretError("SecretValueNotText", `Secret ${secret.metadata.name ?? ""} key ${key} is not UTF-8 text: store the value UTF-8 encoded`);
+  }
 }

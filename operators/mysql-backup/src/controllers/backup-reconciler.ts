@@ -39,7 +39,7 @@ export function describeStorage(stored: { bucket: string; prefix: string; endpoi
 }
 
 /** Deletion failures that retrying will not fix: the finalizer is released with a Warning instead. */
-const permanentDeleteFailures = new Set(["SecretNotFound", "SecretKeyMissing", "StorageAccessDenied", "BucketNotFound"]);
+const permanentDeleteFailures = new Set(["SecretNotFound", "SecretKeyMissing", "SecretValueNotText", "StorageAccessDenied", "BucketNotFound"]);
 
 export class BackupReconciler extends OperationReconciler<MySQLBackup> {
   protected readonly noun = "backup";
