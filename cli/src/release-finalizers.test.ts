@@ -58,6 +58,15 @@ describe("release-finalizers: what each finalizer would have cleaned up", () => 
     expect(describeCleanup("MySQLRestore", inPlace, "stateward.io/restore-cleanup")).toEqual({ action: "do nothing (an in-place restore stages nothing; its target may hold part of the data)" });
   });
 
+  it("says the in-use finalizer of a MySQLInstance and its Secrets cleans up nothing", () => {
+    for (const kind of ["MySQLInstance", "Secret"]) {
+      const f = findingOf(kind, { metadata: { name: "db", namespace: "shop", finalizers: ["stateward.io/in-use-by-databaseusers"] } });
+      expect(f?.finalizers.map((x) => x.name)).toEqual(["stateward.io/in-use-by-databaseusers"]);
+      expect(f?.finalizers[0]?.action).toMatch(/^do nothing \(it keeps the object while DatabaseUsers need it/);
+      expect(f?.finalizers[0]?.leftBehind).toBeUndefined();
+    }
+  });
+
   it("lists only Stateward finalizers, and says so for one it does not know", () => {
     const f = findingOf("DatabaseUser", user({}));
     expect(f?.finalizers.map((x) => x.name)).toEqual(["stateward.io/drop-account"]);

@@ -5,12 +5,14 @@
 // Stateward object carrying one, says what that finalizer would have cleaned
 // up (an account on a MySQL server, a backup folder in S3), and with --yes
 // removes the finalizers without cleaning anything: what they would have
-// removed is left behind, and the listing says where.
+// removed is left behind, and the listing says where. Secrets are looked at
+// too: a MySQLInstance's admin and CA Secrets carry the in-use finalizer while
+// DatabaseUsers need them.
 import { parseArgs } from "node:util";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { KubeClient, isNotFound, messageOf, removeFinalizer, resourceOf, uniqueKinds, type CustomKind, type KubeObject } from "@stateward/core";
-import { FINALIZER as DROP_ACCOUNT_FINALIZER } from "@stateward/operator-database-user";
+import { KubeClient, builtin, isNotFound, messageOf, removeFinalizer, resourceOf, uniqueKinds, type KubeObject, type ResourceType } from "@stateward/core";
+import { FINALIZER as DROP_ACCOUNT_FINALIZER, IN_USE_FINALIZER } from "@stateward/operator-database-user";
 import { BACKUP_FINALIZER, RESTORE_FINALIZER, completedStorage, describeStorage, restoreRunId, stagingDatabasesPattern, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { listAll } from "./commands/common.ts";
 import { UsageError, selectOperators } from "./operators.ts";
@@ -21,8 +23,8 @@ export const FINALIZER_PREFIX = "stateward.io/";
 export const releaseUsage = `Usage:
   stateward release-finalizers (--namespace NS | --all-namespaces) [--yes] [--kubeconfig PATH]
 
-Lists every Stateward object with a Stateward finalizer and what that finalizer
-would have cleaned up. Only for when the manager is gone: with the manager
+Lists every Stateward object (and Secret) with a Stateward finalizer and what that
+finalizer would have cleaned up. Only for when the manager is gone: with the manager
 running, delete objects normally and let it clean up.
 
   --namespace NS       objects in this namespace
@@ -82,6 +84,9 @@ export function describeCleanup(kind: string, obj: Described, finalizer: string)
     const staging = `the restore's staging databases (${stagingDatabasesPattern(restoreRunId(obj as MySQLRestore))}) on MySQLInstance ${ns}/${instance}`;
     return { action: `drop ${staging}`, leftBehind: staging };
   }
+  if ((kind === "MySQLInstance" || kind === "Secret") && finalizer === IN_USE_FINALIZER) {
+    return { action: "do nothing (it keeps the object while DatabaseUsers need it to drop their accounts; those are listed on their own)" };
+  }
   return { action: `do what ${finalizer} does (not known to this version of stateward)`, leftBehind: `whatever ${finalizer} would have cleaned up` };
 }
 
@@ -130,7 +135,7 @@ export async function releaseFinalizers(argv: string[], out: (s: string) => void
   const client = new KubeClient({ kubeConfig, fieldManager: "stateward-release-finalizers" });
 
   const kinds = uniqueKinds((await selectOperators()).flatMap((m) => m.kinds));
-  const findings: { finding: Finding; obj: Described; kind: CustomKind }[] = [];
+  const findings: { finding: Finding; obj: Described; rt: ResourceType }[] = [];
   for (const kind of kinds) {
     if (kind.scope === "Cluster" && !all) continue;
     let objects: Described[];
@@ -142,9 +147,20 @@ export async function releaseFinalizers(argv: string[], out: (s: string) => void
     }
     for (const obj of objects) {
       const finding = findingOf(kind.kind, obj);
-      if (finding) findings.push({ finding, obj, kind });
+      if (finding) findings.push({ finding, obj, rt: resourceOf(kind) });
     }
   }
+  // Secrets as metadata only: their values are never read.
+  let cont: string | undefined;
+  do {
+    const page = await client.list<Described>(builtin.secret, { namespace: all ? undefined : values.namespace, metadataOnly: true, limit: 500, continue: cont });
+    // An empty PartialObjectMetadataList comes with items: null.
+    for (const obj of page.items ?? []) {
+      const finding = findingOf("Secret", obj);
+      if (finding) findings.push({ finding, obj, rt: builtin.secret });
+    }
+    cont = page.metadata?.continue || undefined;
+  } while (cont);
 
   const where = all ? "any namespace" : `namespace ${values.namespace ?? ""}`;
   if (findings.length === 0) {
@@ -167,11 +183,11 @@ export async function releaseFinalizers(argv: string[], out: (s: string) => void
   }
   out("\n");
   let failed = 0;
-  for (const { finding: f, obj, kind } of findings) {
+  for (const { finding: f, obj, rt } of findings) {
     const id = f.namespace ? `${f.namespace}/${f.name}` : f.name;
     try {
       let current = obj;
-      for (const fin of f.finalizers) current = await removeFinalizer(client, resourceOf(kind), current, fin.name);
+      for (const fin of f.finalizers) current = await removeFinalizer(client, rt, current, fin.name);
       const left = f.finalizers.flatMap((x) => (x.leftBehind ? [x.leftBehind] : []));
       out(`released ${f.kind} ${id}${left.length ? `; left behind: ${left.join("; ")}` : ""}\n`);
     } catch (err) {

@@ -31,7 +31,7 @@ import { MySQLInstanceKind, type StatementObservation } from "@stateward/mysql";
 import { DatabaseUserKind, createDatabaseUserOperator, type DatabaseUser } from "@stateward/operator-database-user";
 import mysql from "mysql2/promise";
 import type { EnvironmentInfo } from "../harness/index.ts";
-import { createDatabaseUsers, databaseUserReady } from "../support/database-users.ts";
+import { createDatabaseUsers, databaseUserReady, releaseInUse } from "../support/database-users.ts";
 import { deleteNamespace, freshNamespace, kubeConfigFrom, testClient, waitGone } from "../support/kube.ts";
 import { waitFor } from "../support/wait.ts";
 import type { BenchResult, BenchRow, Benchmark } from "./benchmark.ts";
@@ -245,6 +245,7 @@ async function runInProcess(env: EnvironmentInfo): Promise<BenchResult> {
       await client.patch(DBU, ns, u.metadata.name ?? "", { metadata: { finalizers: null } }).catch(() => undefined);
     }
     await watch.stop();
+    await releaseInUse(client, ns);
     await deleteNamespace(client, ns);
     await waitGone(client, builtin.namespace, undefined, ns, DELETE_TIMEOUT_MS).catch(() => undefined);
   }

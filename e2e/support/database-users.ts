@@ -1,7 +1,9 @@
 // Many DatabaseUsers at once, as the database-user benchmark and the memory-limit test
 // create them: each with its own password Secret and one grant, `inFlight` creates at a time.
-import { builtin, findCondition, type KubeClient } from "@stateward/core";
-import { DatabaseUserKind, type DatabaseUser } from "@stateward/operator-database-user";
+// And the in-use finalizer taken off by hand, for suites whose manager is gone before cleanup.
+import { builtin, findCondition, type KubeClient, type KubeObject } from "@stateward/core";
+import { MySQLInstanceKind } from "@stateward/mysql";
+import { DatabaseUserKind, IN_USE_FINALIZER, type DatabaseUser } from "@stateward/operator-database-user";
 
 /** Runs `fn` on every item, at most `limit` at once. */
 export async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -47,4 +49,18 @@ export async function createDatabaseUsers(client: KubeClient, spec: DatabaseUser
 export function databaseUserReady(u: DatabaseUser): boolean {
   const c = findCondition(u.status?.conditions, "Ready");
   return c?.status === "True" && c.observedGeneration === u.metadata.generation;
+}
+
+/**
+ * Takes the in-use finalizer off the namespace's MySQLInstances and Secrets, as a user would with the
+ * operator uninstalled: with no manager left to release them, deleting the namespace would wait forever.
+ */
+export async function releaseInUse(client: KubeClient, namespace: string): Promise<void> {
+  for (const rt of [MySQLInstanceKind.resource, builtin.secret]) {
+    const items = await client.list<KubeObject>(rt, { namespace, metadataOnly: true }).then((l) => l.items ?? [], () => []); // empty: items null
+    for (const o of items.filter((i) => i.metadata.finalizers?.includes(IN_USE_FINALIZER))) {
+      const finalizers = (o.metadata.finalizers ?? []).filter((f) => f !== IN_USE_FINALIZER);
+      await client.patch(rt, namespace, o.metadata.name ?? "", { metadata: { finalizers, resourceVersion: o.metadata.resourceVersion } }).catch(() => undefined);
+    }
+  }
 }

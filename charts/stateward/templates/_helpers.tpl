@@ -84,11 +84,15 @@ database-user: MySQLInstance and DatabaseUser, and the Secrets they reference (a
 passwords; with --secrets watch watched as metadata; each one read with get when its password
 is needed). A
 MySQLInstance is also read with get when a deleted DatabaseUser's instance is not in the cache.
+patch on MySQLInstances and Secrets: the in-use finalizer (stateward.io/in-use-by-databaseusers)
+on an instance and its admin and CA Secrets, which keeps them while accounts to drop on delete
+need them (deleting the namespace drops the accounts instead of leaving them); nothing else of
+a Secret is ever written.
 */}}
 {{- define "stateward.rules.databaseUser" -}}
 - apiGroups: ["stateward.io"]
   resources: ["mysqlinstances"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["stateward.io"]
   resources: ["databaseusers"]
   verbs: ["list", "watch", "patch"]
@@ -98,6 +102,9 @@ MySQLInstance is also read with get when a deleted DatabaseUser's instance is no
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: {{ include "stateward.secretReadVerbs" . }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["patch"]
 {{- end -}}
 
 {{/*

@@ -27,7 +27,7 @@ import { logTail, s3Client } from "../../harness/index.ts";
 import { removeChartScratch } from "../../support/chart.ts";
 import { chartMemoryDefaults } from "../../support/chart-memory.ts";
 import { createBackupPrerequisites } from "../../support/backup-setup.ts";
-import { createDatabaseUsers, databaseUserReady, inParallel } from "../../support/database-users.ts";
+import { createDatabaseUsers, databaseUserReady, inParallel, releaseInUse } from "../../support/database-users.ts";
 import { imageCommand } from "../../support/image-command.ts";
 import { deleteNamespace, freshNamespace, testClient, waitGone } from "../../support/kube.ts";
 import { createMemoryCgroup, memoryCgroupUnavailable, type MemoryCgroup, type MemoryCgroupUsage } from "../../support/memory-cgroup.ts";
@@ -136,6 +136,7 @@ afterAll(async () => {
     });
     const backups = await client.list<MySQLBackup>(MySQLBackupKind.resource, { namespace }).catch(() => ({ items: [] }));
     for (const b of backups.items) await client.patch(MySQLBackupKind.resource, namespace, b.metadata.name ?? "", { metadata: { finalizers: null } }).catch(() => undefined);
+    await releaseInUse(client, namespace);
     await deleteNamespace(client, namespace);
   }
   const conn = await mysql.createConnection(root);

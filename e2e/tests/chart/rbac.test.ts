@@ -29,6 +29,7 @@ import { s3Client } from "../../harness/index.ts";
 import { applyManifests, deleteManifests, removeChartScratch, renderChart, type RenderedObject } from "../../support/chart.ts";
 import { deleteNamespace, kubeConfigFrom, testClient, waitGone } from "../../support/kube.ts";
 import { grantedPermissions, permissionKey, unusedGrants, usedPermissions, type Permission } from "../../support/rbac.ts";
+import { releaseInUse } from "../../support/database-users.ts";
 import { LocalPodServers } from "../../support/mysql-pods.ts";
 import { serviceAccountKubeconfig } from "../../support/service-account.ts";
 import { createExpandableStorageClass, deleteStorageClass } from "../../support/storage.ts";
@@ -166,6 +167,7 @@ describe.each(modes)("the chart's ServiceAccount running both operators, $name",
       const left = await admin.list(rt, { namespace: appNs }).then((l) => l.items, () => []);
       for (const o of left) await attempt(() => admin.patch(rt, appNs, o.metadata.name!, { metadata: { finalizers: null } }));
     }
+    await attempt(() => releaseInUse(admin, appNs));
     await attempt(async () => {
       for (const a of [account, gonerAccount]) await conn.query(`DROP USER IF EXISTS ${q(a)}@'%'`);
       await conn.query(`DROP DATABASE IF EXISTS ${q(db)}`);

@@ -1,6 +1,7 @@
 // `stateward release-finalizers` against the real API server: with the
 // manager stopped, a deleted namespace holding a DatabaseUser and a
-// MySQLBackup (both with Stateward finalizers) stays Terminating; the dry
+// MySQLBackup (both with Stateward finalizers, and the MySQLInstance and its
+// admin Secret kept in use for the DatabaseUser) stays Terminating; the dry
 // run lists them with what they would have cleaned up and changes nothing;
 // the real run releases them and the namespace goes away, leaving the MySQL
 // account and the stored backup behind, as it said.
@@ -123,6 +124,9 @@ describe("stateward release-finalizers", () => {
     expect(dry.stdout).toContain(`drop the MySQL account '${account}'@'%' on MySQLInstance ${ns}/db`);
     expect(dry.stdout).toContain(`MySQLBackup ${ns}/nightly (being deleted)`);
     expect(dry.stdout).toContain(`delete the backup folder ${location}`);
+    // The instance and its admin Secret were kept in use for the DatabaseUser: listed, nothing to clean up.
+    expect(dry.stdout).toContain(`MySQLInstance ${ns}/db (being deleted)`);
+    expect(dry.stdout).toContain(`Secret ${ns}/mysql-admin (being deleted)`);
     expect(dry.stdout).toMatch(/Dry run: nothing changed/);
     expect((await client.get<KubeObject>(DatabaseUserKind.resource, ns, "app")).metadata.resourceVersion).toBe(user.metadata.resourceVersion);
     expect((await client.get<KubeObject>(MySQLBackupKind.resource, ns, "nightly")).metadata.resourceVersion).toBe(backup.metadata.resourceVersion);
@@ -141,6 +145,7 @@ describe("stateward release-finalizers", () => {
     expect(real.code).toBe(0);
     expect(real.stdout).toContain(`released DatabaseUser ${ns}/app; left behind: the MySQL account '${account}'@'%'`);
     expect(real.stdout).toContain(`released MySQLBackup ${ns}/nightly; left behind: the backup folder ${location}`);
+    expect(real.stdout).toContain(`released Secret ${ns}/mysql-admin\n`);
     await waitFor("the namespace gone", async () => ((await namespacePhase()) === "Gone" ? true : undefined), 90_000, 500);
     // What the finalizers would have removed is still there, as the command said.
     expect(await accountExists()).toBe(true);

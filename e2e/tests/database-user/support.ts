@@ -3,10 +3,11 @@
 // declares; and an admin connection to check what the server really has.
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
-import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeClient, type KubeObject, type RequestObservation } from "@stateward/core";
+import { Manager, builtin, captureLogs, findCondition, type CapturedLogs, type KubeClient, type KubeObject, type RequestObservation, type SecretAccess } from "@stateward/core";
 import { MySQLInstanceKind, type MySQLInstance, type StatementObservation } from "@stateward/mysql";
 import { DatabaseUserKind, createDatabaseUserOperator, type DatabaseUser, type DatabaseUserOperatorOptions } from "@stateward/operator-database-user";
 import type { MariaDBEndpoint } from "../../harness/index.ts";
+import { releaseInUse } from "../../support/database-users.ts";
 import { kubeConfigFrom } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 
@@ -24,7 +25,7 @@ export interface RunningManager {
 /** Starts a manager with the database-user operator; `stop` also closes its MySQL pools. */
 export async function startManager(
   kubeconfig: string,
-  opts: { namespaces?: string[]; target?: string; operator?: DatabaseUserOperatorOptions } = {},
+  opts: { namespaces?: string[]; target?: string; secrets?: SecretAccess; operator?: DatabaseUserOperatorOptions } = {},
 ): Promise<RunningManager> {
   const logs = captureLogs();
   const requests: RequestObservation[] = [];
@@ -37,6 +38,7 @@ export async function startManager(
     kubeConfig: kubeConfigFrom(kubeconfig),
     namespaces: opts.namespaces,
     target: opts.target,
+    secrets: opts.secrets,
     logger: logs.logger,
     onRequest: (o) => requests.push(o),
     gracefulShutdownMs: 5_000,
@@ -214,6 +216,7 @@ export async function cleanUp(client: KubeClient, db: MariaDBEndpoint, left: Lef
     }
   }
   for (const m of left.managers) await attempt(() => m.stop());
+  for (const ns of left.namespaces) await attempt(() => releaseInUse(client, ns));
   const admin = await adminConnection(db).catch(() => undefined);
   if (admin) {
     for (const a of left.accounts) await attempt(() => admin.query(`DROP USER IF EXISTS ${q(a.user)}@${q(a.host)}`));
@@ -222,3 +225,4 @@ export async function cleanUp(client: KubeClient, db: MariaDBEndpoint, left: Lef
   }
   for (const ns of left.namespaces) await attempt(() => client.delete(builtin.namespace, undefined, ns));
 }
+

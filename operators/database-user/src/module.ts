@@ -10,10 +10,13 @@ import {
   or,
   bindResolved,
   type InformerEvent,
+  type KubeObject,
+  type Resolved,
   type Metrics,
   type OperatorModule,
 } from "@stateward/core";
 import {
+  INSTANCE_BY_SECRET,
   MySQLInstanceKind,
   bindInstanceController,
   bindMySQLServices,
@@ -23,6 +26,7 @@ import {
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
+import type { MySQLInstance } from "@stateward/mysql";
 import {
   USER_BY_ACCOUNT,
   USER_BY_INSTANCE,
@@ -35,6 +39,7 @@ import {
 } from "./indexes.ts";
 import { FINGERPRINT_KEY_SECRET, FingerprintKey, fingerprintKeyNamespace } from "./fingerprint-key.ts";
 import { ACCOUNT_CREATED_BY } from "./ownership.ts";
+import { InUseProtection, InUseReconciler, changedBeyondInUse } from "./in-use.ts";
 import { DatabaseUserReconciler, type DatabaseUserReconcilerDeps } from "./user-reconciler.ts";
 
 export interface DatabaseUserOperatorOptions {
@@ -76,6 +81,10 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
 
       bindInstanceController(container, { checkIntervalMs: options.instanceCheckIntervalMs });
       const deps = { ...mysqlControllerDeps, settings: Tokens.ManagerSettings, clock: Tokens.Clock, metrics: Tokens.Metrics };
+      // One per manager, shared by the DatabaseUser reconciler (which protects) and the release below.
+      let inUse: InUseProtection | undefined;
+      const inUseOf = (d: Pick<Resolved<typeof deps>, "client" | "cache" | "secrets" | "clock">) =>
+        (inUse ??= new InUseProtection(d.client, d.cache, d.secrets, d.clock));
       bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, events, connector, secrets, settings, clock, metrics }) => ({
         setup: (builder) => {
           const byIndex = (index: string) => (obj: Parameters<typeof objectIndexKey>[0]) =>
@@ -87,7 +96,18 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
             keySecret?.name ?? FINGERPRINT_KEY_SECRET,
           );
           const reconciler = new DatabaseUserReconciler(
-            { client, cache, events: events("databaseuser"), connector, secrets, clock, settings, fingerprintKey, ...userMetrics(metrics) },
+            {
+              client,
+              cache,
+              events: events("databaseuser"),
+              connector,
+              secrets,
+              clock,
+              settings,
+              fingerprintKey,
+              inUse: inUseOf({ client, cache, secrets, clock }),
+              ...userMetrics(metrics),
+            },
             { driftCheckIntervalMs: options.driftCheckIntervalMs },
           );
           // When the DatabaseUser that owns an account goes away, another one naming the account takes over.
@@ -104,10 +124,26 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
             // claim written with the finalizer just before CREATE USER (it woke every new user a second time).
             .for(DBU, [or(generationChanged, labelsOrAnnotationsChangedExcept([ACCOUNT_CREATED_BY]))])
             .watches(DBU, otherClaimants, [leaving])
-            .watches(MYI, byIndex(USER_BY_INSTANCE))
+            .watches(MYI, byIndex(USER_BY_INSTANCE), [changedBeyondInUse])
             .watches(builtin.secret, byIndex(USER_BY_SECRET))
             .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 4 })
             .complete(reconciler);
+        },
+      }));
+      // Releases the in-use protection of MySQLInstances and their Secrets (in-use.ts).
+      bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, secrets, clock }) => ({
+        setup: (builder) => {
+          const instanceOf = (user: DatabaseUser) => [{ namespace: user.metadata.namespace, name: user.spec.instanceRef.name }];
+          const bySecret = (secret: KubeObject) =>
+            cache.byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, objectIndexKey(secret)).map(toRequest);
+          builder
+            .named("mysqlinstance-in-use")
+            .for(MYI)
+            // A DatabaseUser gone: the last one may have been what kept the instance.
+            .watches(DBU, instanceOf, [(e: InformerEvent<DatabaseUser>) => e.type === "delete"])
+            // A Secret being deleted (when Secrets are watched; otherwise looked at now and then).
+            .watches(builtin.secret, bySecret, [(e: InformerEvent<KubeObject>) => e.type === "update" && e.obj.metadata.deletionTimestamp !== undefined])
+            .complete(new InUseReconciler(client, cache, secrets, inUseOf({ client, cache, secrets, clock })));
         },
       }));
     }),

@@ -59,6 +59,7 @@ import { fingerprintMatches, madeWithKey, nativePasswordHash, passwordFingerprin
 import type { FingerprintKey } from "./fingerprint-key.ts";
 import { readyStatus, writeStatus } from "@stateward/core";
 import { specProblems } from "./validation.ts";
+import { protectable, type InUseProtection } from "./in-use.ts";
 import { ACCOUNT_CREATED_BY, adminPrivileges, creationClaim, isClusterInstance, knownOrigin, protectedAccount } from "./ownership.ts";
 
 /** How long a reconcile that found the cache behind the API server waits before it looks again. */
@@ -96,6 +97,8 @@ export interface DatabaseUserReconcilerDeps {
   forgetMetrics(namespace: string, name: string): void;
   /** The key of status.passwordFingerprint. */
   fingerprintKey: FingerprintKey;
+  /** Keeps the instance and its Secrets while accounts to drop on delete need them. */
+  inUse: InUseProtection;
 }
 
 /** A DatabaseUser being converged: the object as last written, and a password set on the server before a later step failed. */
@@ -231,6 +234,14 @@ export class DatabaseUserReconciler implements Reconciler {
     const account = this.account(user);
     const instance = this.d.cache.get<MySQLInstance>(MYI, namespace, user.spec.instanceRef.name);
     if (!instance) throw this.instanceNotFound(user);
+    if (isBeingDeleted(instance) && protectable(instance)) {
+      // Kept (in-use.ts) only until the accounts on record are dropped: none is created or changed now.
+      throw new Failure(
+        "InstanceBeingDeleted",
+        `MySQLInstance ${instance.metadata.name ?? ""} is being deleted: no account is created or changed on it; it is kept until the DatabaseUsers that drop their accounts on delete are deleted`,
+        true,
+      );
+    }
     const owner = this.owner(user);
     if (owner.metadata.uid !== user.metadata.uid) {
       throw new Failure(
@@ -268,6 +279,8 @@ export class DatabaseUserReconciler implements Reconciler {
     const { conn, state } = await onServer;
     const problems = specProblems(user.spec, conn.server);
     if (problems.length > 0) throw new Failure("InvalidSpec", problems.join("; "), true);
+    // Before the account is created or changed: deleting the namespace must leave something to drop it with.
+    if (dropsOnDelete(user)) await this.d.inUse.protect(instance);
 
     const changed: string[] = [];
     const sameInstance = user.status?.instanceUID === instance.metadata.uid && user.status?.instanceGeneration === instance.metadata.generation;
@@ -528,6 +541,13 @@ export class DatabaseUserReconciler implements Reconciler {
       if (guarded === undefined) await dropAccount(conn, account);
     } catch (err) {
       if (isConflict(err)) throw err;
+      if (err instanceof MissingSecretError && isBeingDeleted(instance)) {
+        // The instance is going and cannot be logged in to any more (its Secret was deleted before it was
+        // protected, or by someone removing the protection): retrying cannot help, and would keep the
+        // namespace from being deleted.
+        await release("Warning", "InstanceGone", `MySQLInstance ${instanceName} is being deleted and ${err.message}: account ${describeAccount(account)} was not dropped (nothing left to log in with)`);
+        return;
+      }
       const failure = toFailure(err, instanceName);
       this.d.failures.inc(user.metadata, 1, { reason: failure.reason });
       const message = `cannot drop account ${describeAccount(account)} yet, retrying (set deletionPolicy: Retain to delete without dropping it): ${failure.message}`;

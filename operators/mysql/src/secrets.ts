@@ -59,6 +59,20 @@ export class SecretReader {
     return informers.length > 0 && informers.every((i) => i.hasSynced());
   }
 
+  /** Whether Secrets are watched (cached, as metadata or whole) and the cache has synced. */
+  watched(): boolean {
+    return this.cached();
+  }
+
+  /**
+   * The Secret's metadata — for its finalizers, not its values: from the cache when Secrets are watched,
+   * else by GET. Undefined when it does not exist.
+   */
+  async metadata(namespace: string, name: string): Promise<KubeObject | undefined> {
+    if (this.cached()) return this.cache.get<KubeObject>(builtin.secret, namespace, name);
+    return this.fetch(namespace, name);
+  }
+
   /** The Secret's resourceVersion, from the cache; undefined when absent or when Secrets are not cached. */
   version(namespace: string, name: string): string | undefined {
     if (!this.cached()) return undefined;
