@@ -99,6 +99,52 @@ describe("StatementSplitter", () => {
     expect(got.map((s) => s.line)).toEqual([1, 4, 7]);
   });
 
+  it("reads a backslash as a plain byte in strings while sql_mode has NO_BACKSLASH_ESCAPES (as this project's post-data objects set it)", () => {
+    const input = Buffer.from(
+      [
+        "SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO';",
+        "SET SQL_MODE = 'STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES';",
+        "DELIMITER ;;",
+        "CREATE PROCEDURE p() SELECT REPLACE(x, '\\', '/'), \"C:\\\" ;;",
+        "DELIMITER ;",
+        "SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO';",
+        "SELECT 'it\\'s; one';",
+      ].join("\n"),
+    );
+    const expected = [
+      "SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO'",
+      "SET SQL_MODE = 'STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES'",
+      "CREATE PROCEDURE p() SELECT REPLACE(x, '\\', '/'), \"C:\\\"",
+      "SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO'",
+      "SELECT 'it\\'s; one'",
+    ];
+    expect(texts(input)).toEqual(expected);
+    for (let cut = 1; cut < input.length; cut++) expect(splitInChunks(input, [cut]).map((s) => statementText(s).trim())).toEqual(expected);
+  });
+
+  it("follows mysqldump's saved and restored sql_mode around a trigger, in version comments", () => {
+    const input = [
+      "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */;",
+      "/*!50003 SET @saved_sql_mode       = @@sql_mode */ ;",
+      "/*!50003 SET sql_mode              = 'NO_BACKSLASH_ESCAPES' */ ;",
+      "DELIMITER ;;",
+      "/*!50003 CREATE*/ /*!50003 TRIGGER t BEFORE INSERT ON x FOR EACH ROW SET NEW.p = '\\' */;;",
+      "DELIMITER ;",
+      "/*!50003 SET sql_mode              = @saved_sql_mode */ ;",
+      "INSERT INTO x VALUES ('a\\';b');",
+      "/*!40101 SET SQL_MODE=@OLD_SQL_MODE */;",
+    ].join("\n");
+    expect(texts(input)).toEqual([
+      "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */",
+      "/*!50003 SET @saved_sql_mode       = @@sql_mode */",
+      "/*!50003 SET sql_mode              = 'NO_BACKSLASH_ESCAPES' */",
+      "/*!50003 CREATE*/ /*!50003 TRIGGER t BEFORE INSERT ON x FOR EACH ROW SET NEW.p = '\\' */",
+      "/*!50003 SET sql_mode              = @saved_sql_mode */",
+      "INSERT INTO x VALUES ('a\\';b')",
+      "/*!40101 SET SQL_MODE=@OLD_SQL_MODE */",
+    ]);
+  });
+
   it("gives the same statements however the input is cut into chunks", () => {
     const input = Buffer.from(
       [

@@ -3,6 +3,10 @@
 // a statement ends at the delimiter outside strings, quoted identifiers and
 // comments; `DELIMITER xx` on a line of its own changes the delimiter; the
 // bodies of `/*! … */` version comments are statement text, not comments.
+// Inside strings a backslash escapes the next byte unless the session's
+// sql_mode has NO_BACKSLASH_ESCAPES: the client learns that from the server
+// after each statement; the splitter follows the `SET sql_mode` statements it
+// splits (see SqlModeTracker), which is where a dump changes it.
 // Works on bytes, so any character set (and raw binary in strings, as
 // mysqldump writes BLOBs) passes through unchanged.
 
@@ -92,6 +96,8 @@ export class StatementSplitter {
   private line = 1;
   private statementLine = 1;
   private ended = false;
+  /** What the statements split so far did to sql_mode: whether a backslash in a string escapes. */
+  private readonly sqlMode = new SqlModeTracker();
 
   push(chunk: Buffer): Statement[] {
     if (this.ended) throw new Error("StatementSplitter: push after end");
@@ -112,6 +118,7 @@ export class StatementSplitter {
     const sql = this.pieces.length === 0 ? tail.toString("latin1") : this.joined(tail);
     this.pieces = [];
     this.hasContent = false;
+    this.sqlMode.follow(sql);
     return { sql, line: this.statementLine };
   }
 
@@ -261,17 +268,19 @@ export class StatementSplitter {
         if (needMore) break;
       } else if (state === Scan.singleQuote || state === Scan.doubleQuote) {
         const close = state === Scan.singleQuote ? QUOTE : DQUOTE;
+        // With NO_BACKSLASH_ESCAPES a backslash is a byte like any other ('C:\' is C, colon, backslash).
+        const escape = this.sqlMode.backslashEscapes ? BACKSLASH : close;
         // Fast path: skip to the next byte that matters inside a string.
         let j = i;
         while (j < n) {
           const c = work[j] as number;
-          if (c === close || c === BACKSLASH || c === NL) break;
+          if (c === close || c === escape || c === NL) break;
           j += 1;
         }
         i = j;
         if (i >= n) break;
         const c = work[i] as number;
-        if (c === BACKSLASH) {
+        if (c === BACKSLASH && escape === BACKSLASH) {
           if (i + 1 >= n && !final) {
             needMore = true;
             break;
@@ -386,6 +395,65 @@ export class StatementSplitter {
     if (token === "") return undefined;
     return { delimiter: Buffer.from(token, "latin1"), next: Math.min(eol + 1, n) };
   }
+}
+
+/** Longer statements are not looked at for sql_mode: a SET of it is short, a row batch is not. */
+const SET_STATEMENT_MAX = 4096;
+
+const SQL_MODE_VARIABLE = /^(?:(?:SESSION|LOCAL)\s+|@@(?:SESSION\.|LOCAL\.)?)?sql_mode$/i;
+
+/**
+ * Follows what `SET` statements do to the session's sql_mode, as far as backslash escapes go: a
+ * literal value (`SET SQL_MODE = 'NO_BACKSLASH_ESCAPES,…'`, as this project's post-data objects write
+ * before a routine created under that mode), a user variable saved from it and put back
+ * (`SET @saved_sql_mode = @@sql_mode` … `SET sql_mode = @saved_sql_mode`, as mysqldump writes around
+ * each trigger and routine), also inside a `/*!NNNNN … *\/` version comment. Anything else leaves it.
+ * The session starts with backslash escapes on: every dump sets its sql_mode before its data.
+ */
+export class SqlModeTracker {
+  backslashEscapes = true;
+  /** User variables holding a saved sql_mode: whether it had backslash escapes. */
+  private readonly saved = new Map<string, boolean>();
+
+  follow(sql: string): void {
+    if (sql.length > SET_STATEMENT_MAX || !/sql_mode/i.test(sql)) return;
+    const body = sql.trim().replace(/^\/\*!\d*\s*([\s\S]*?)\s*\*\/$/, "$1");
+    const set = /^SET\s+([\s\S]*)$/i.exec(body);
+    if (!set) return;
+    for (const assignment of splitAssignments(set[1] ?? "")) {
+      const eq = assignment.indexOf("=");
+      if (eq === -1) continue;
+      const name = assignment.slice(0, eq).replace(/:$/, "").trim();
+      const value = assignment.slice(eq + 1).trim();
+      if (SQL_MODE_VARIABLE.test(name)) {
+        const literal = /^(['"])([\s\S]*)\1$/.exec(value);
+        if (literal) this.backslashEscapes = !(literal[2] ?? "").split(",").some((m) => m.trim().toUpperCase() === "NO_BACKSLASH_ESCAPES");
+        else if (/^@[\w$.]+$/.test(value)) this.backslashEscapes = this.saved.get(value.toLowerCase()) ?? true;
+        else if (/^DEFAULT$/i.test(value)) this.backslashEscapes = true;
+      } else if (/^@[\w$.]+$/.test(name) && /^@@/.test(value) && SQL_MODE_VARIABLE.test(value)) {
+        this.saved.set(name.toLowerCase(), this.backslashEscapes);
+      }
+    }
+  }
+}
+
+/** `a = 'x,y', @b = @@sql_mode` → its assignments: commas inside quotes do not split. */
+function splitAssignments(list: string): string[] {
+  const out: string[] = [];
+  let quote: string | undefined;
+  let start = 0;
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i];
+    if (quote !== undefined) {
+      if (c === quote) quote = undefined;
+    } else if (c === "'" || c === '"') quote = c;
+    else if (c === ",") {
+      out.push(list.slice(start, i));
+      start = i + 1;
+    }
+  }
+  out.push(list.slice(start));
+  return out;
 }
 
 /** Splits a whole text at once (tests, small objects). */
