@@ -110,7 +110,8 @@ a Secret is ever written.
 {{/*
 mysql-backup: backups (a finalizer when deletionPolicy is Delete), restores (a finalizer while
 one may run, to drop its staging databases), and schedules,
-which create the MySQLBackups they own and delete them for retention; binlog archives (their
+which create MySQLBackups (labelled, not owned: deleting a schedule keeps them; patch takes the
+owner reference off one an earlier release made) and delete them for retention; binlog archives (their
 status only); the MySQLInstances they
 point at (and their status: every MySQL operator runs the MySQLInstance controller), and the
 Secrets holding MySQL and S3 credentials. Backups, restores and binlog archives are re-read
@@ -131,9 +132,6 @@ with get before each status write (they run long after the reconcile that starte
   verbs: ["get", "list", "watch"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status", "mysqlbinlogarchives/status"]
-  verbs: ["update"]
-- apiGroups: ["stateward.io"]
-  resources: ["mysqlbackupschedules/finalizers"]
   verbs: ["update"]
 - apiGroups: ["stateward.io"]
   resources: ["mysqlinstances"]

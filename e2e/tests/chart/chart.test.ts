@@ -91,10 +91,11 @@ const perms = (group: string, resources: string[], verbs: string[]) =>
 const expectedPermissions: Record<string, string[]> = {
   core: perms("events.k8s.io", ["events"], ["create", "patch"]),
   "database-user": [
-    ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch"]),
+    // patch on MySQLInstances and Secrets: the in-use finalizer (operators/database-user/src/in-use.ts).
+    ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch", "patch"]),
     ...perms("stateward.io", ["databaseusers"], ["list", "watch", "patch"]),
     ...perms("stateward.io", ["mysqlinstances/status", "databaseusers/status"], ["update"]),
-    ...perms("core", ["secrets"], ["get", "list", "watch"]),
+    ...perms("core", ["secrets"], ["get", "list", "watch", "patch"]),
   ],
   "mysql-backup": [
     ...perms("stateward.io", ["mysqlbackups"], ["get", "list", "watch", "create", "patch", "delete"]),
@@ -102,7 +103,6 @@ const expectedPermissions: Record<string, string[]> = {
     ...perms("stateward.io", ["mysqlbackupschedules"], ["list", "watch"]),
     ...perms("stateward.io", ["mysqlbinlogarchives"], ["get", "list", "watch"]),
     ...perms("stateward.io", ["mysqlbackups/status", "mysqlrestores/status", "mysqlbackupschedules/status", "mysqlbinlogarchives/status"], ["update"]),
-    ...perms("stateward.io", ["mysqlbackupschedules/finalizers"], ["update"]),
     ...perms("stateward.io", ["mysqlinstances"], ["get", "list", "watch"]),
     ...perms("stateward.io", ["mysqlinstances/status"], ["update"]),
     ...perms("core", ["secrets"], ["get", "list", "watch"]),
@@ -260,10 +260,11 @@ describe("helm lint and helm template", () => {
     const rules = objects.filter((o) => o.kind === "ClusterRole" || o.kind === "Role").flatMap(rulesOf);
     for (const rule of rules) expect(rule.resources?.join(",")).not.toMatch(unused);
     expect(permissions(rulesOf(managerRoles(objects)[0]!))).toEqual(expectedFor(["database-user"], "get"));
-    // Secrets are only read by database-user, by name: no list, watch, create, patch or delete — but for
-    // its fingerprint key, created in the release namespace (a Role there, reading only that name).
+    // Secrets are only read by database-user, by name, and patched for the in-use finalizer: no list, watch,
+    // create or delete — but for its fingerprint key, created in the release namespace (a Role there,
+    // reading only that name).
     const scoped = objects.filter((o) => (o.kind === "ClusterRole" || o.kind === "Role") && !o.metadata.name.endsWith("-fingerprint-key")).flatMap(rulesOf);
-    expect(permissions(scoped).filter((p) => p.startsWith("core/secrets:"))).toEqual(["core/secrets:get"]);
+    expect(permissions(scoped).filter((p) => p.startsWith("core/secrets:"))).toEqual(["core/secrets:get", "core/secrets:patch"]);
     expect(ofKind(objects, "Role").find((o) => o.metadata.name.endsWith("-fingerprint-key"))?.metadata.namespace).toBe(RELEASE_NS);
     expect(flagValue(managerContainer(objects).args ?? [], "--operators")).toBe("database-user");
 

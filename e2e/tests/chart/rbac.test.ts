@@ -54,9 +54,6 @@ const TARGET_LABEL = "stateward.io/target";
 const ALLOW_UNUSED: Record<string, string> = {
   // Last and next schedule time, last successful backup (ScheduleReconciler, updateStatus).
   "update stateward.io/mysqlbackupschedules/status": "schedule controller: its status",
-  // The MySQLBackups it creates carry a controller reference with blockOwnerDeletion, which
-  // the OwnerReferencesPermissionEnforcement admission plugin checks against this.
-  "update stateward.io/mysqlbackupschedules/finalizers": "schedule controller: owner references of its backups",
   // It creates a MySQLBackup per due time, and deletes the ones retention no longer keeps
   // (and, with concurrencyPolicy Replace, the running one).
   "create stateward.io/mysqlbackups": "schedule controller: one MySQLBackup per due time",

@@ -3,7 +3,7 @@
 // set in the API server and the bucket — never a backup a restore has yet to
 // finish with — suspend stops it, and resuming does not create a burst for the
 // suspended period. A due time whose status write failed keeps its backup:
-// Replace does not replace it with itself.
+// Replace does not replace it with itself. Deleting a schedule keeps its backups.
 import { ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
@@ -255,6 +255,48 @@ describe("concurrency policies, with a deliberately slow backup", () => {
       await holder.query("UNLOCK TABLES");
       await holder.end();
     }
+  });
+});
+
+describe("deleting a schedule", () => {
+  it("keeps its backups and what they stored, also one an earlier release made with an owner reference", async () => {
+    const name = "dropped";
+    await client.create(SC, {
+      apiVersion: MySQLBackupScheduleKind.apiVersion, kind: MySQLBackupScheduleKind.kind, metadata: { name, namespace: ns },
+      spec: {
+        schedule: "*/3 * * * * *",
+        backupTemplate: {
+          instanceRef: { name: "db" }, databases: [db], deletionPolicy: "Delete",
+          storage: { s3: { bucket: env.s3.bucket, prefix: `sched-${suffix}`, endpoint: env.s3.endpoint, forcePathStyle: true, credentialsSecretRef: { name: "s3-creds" } } },
+        },
+      },
+    });
+    const completed = await waitFor("two backups Completed", async () => {
+      const done = (await backupsOf(name)).filter((b) => b.status?.phase === "Completed");
+      return done.length >= 2 ? done : undefined;
+    }, 40_000, 200);
+    await client.patch(SC, ns, name, { spec: { suspend: true } });
+    const sched = await client.get<MySQLBackupSchedule>(SC, ns, name);
+    // As an earlier release created them: owned by the schedule, which the garbage collector follows.
+    const older = completed[0]!;
+    await client.patch(BK, ns, older.metadata.name ?? "", {
+      metadata: { ownerReferences: [{ apiVersion: MySQLBackupScheduleKind.apiVersion, kind: MySQLBackupScheduleKind.kind, name, uid: sched.metadata.uid ?? "", controller: true, blockOwnerDeletion: true }] },
+    });
+    await client.patch(SC, ns, name, { metadata: { annotations: { touched: "1" } } }); // a pass of the schedule
+    await waitFor("the owner reference taken off", async () => {
+      const b = await client.get<MySQLBackup>(BK, ns, older.metadata.name ?? "");
+      return (b.metadata.ownerReferences ?? []).length === 0 ? true : undefined;
+    }, 15_000, 200);
+    const kept = new Set((await backupsOf(name)).map((b) => b.metadata.name ?? ""));
+
+    await client.delete(SC, ns, name);
+    await waitGone(client, SC, ns, name);
+    await sleep(5_000); // the garbage collector's time to act, were they owned
+    const after = await backupsOf(name);
+    expect(new Set(after.map((b) => b.metadata.name ?? ""))).toEqual(kept);
+    expect(after.every((b) => b.metadata.deletionTimestamp === undefined)).toBe(true);
+    const stored = await folders();
+    for (const b of completed) expect(stored.has(b.metadata.name ?? "")).toBe(true);
   });
 });
 

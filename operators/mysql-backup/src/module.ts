@@ -6,6 +6,7 @@ import {
   cacheKind,
   bindResolved,
   token,
+  type KubeObject,
   type OperatorModule,
 } from "@stateward/core";
 import {
@@ -22,7 +23,7 @@ import { BinlogArchiveReconciler } from "./controllers/binlog-archive-reconciler
 import { RESTORE_BY_BACKUP, restoreBackupRef, restoresWaitingFor } from "./controllers/restore-index.ts";
 import { RestoreReconciler } from "./controllers/restore-reconciler.ts";
 import { ScheduleMetrics } from "./controllers/metrics.ts";
-import { ScheduleReconciler } from "./controllers/schedule-reconciler.ts";
+import { SCHEDULE_LABEL, ScheduleReconciler } from "./controllers/schedule-reconciler.ts";
 import { OperationSlots } from "./controllers/slots.ts";
 
 export interface MySQLBackupOperatorOptions {
@@ -84,7 +85,11 @@ export function createMySQLBackupOperator(options: MySQLBackupOperatorOptions = 
           builder
             .named("mysqlbackupschedule")
             .for(MySQLBackupScheduleKind.resource)
-            .owns(MySQLBackupKind.resource)
+            // Its backups by label (they are not owned: deleting a schedule keeps them).
+            .watches(MySQLBackupKind.resource, (b: KubeObject) => {
+              const schedule = b.metadata.labels?.[SCHEDULE_LABEL];
+              return schedule ? [{ namespace: b.metadata.namespace, name: schedule }] : [];
+            })
             .complete(new ScheduleReconciler({ client, cache, events: events("mysqlbackupschedule"), clock, metrics: new ScheduleMetrics(metrics) }));
         },
       }));

@@ -7,10 +7,12 @@
 // The controller wakes for the next due time through one mechanism only: the
 // reconcile's `requeueAfter`, a delayed add on the controller's own queue
 // (wakeDelayMs). It goes away with the controller when the manager stops or
-// loses leadership, and every reconcile (a spec change, an owned backup's
-// change, a new leader's first pass) sets it again from state.
+// loses leadership, and every reconcile (a spec change, a change of one of its
+// backups, a new leader's first pass) sets it again from state.
+//
+// A schedule's backups are found by their label, not owned: deleting the
+// schedule keeps them (see disown).
 import {
-  controllerReference,
   isAlreadyExists,
   isNotFound,
   kubeTime,
@@ -113,6 +115,7 @@ export class ScheduleReconciler implements Reconciler {
     }
     const now = this.d.clock.now();
     const owned = this.d.cache.list<MySQLBackup>(BK, { namespace: ns }).filter((b) => b.metadata.labels?.[SCHEDULE_LABEL] === req.name);
+    for (const b of owned) await this.disown(sched, b);
     const active = owned.filter((b) => b.status?.phase !== "Completed" && b.status?.phase !== "Failed");
     const last = new Date(sched.status?.lastScheduleTime ?? sched.metadata.creationTimestamp ?? kubeTime(now));
     let lastScheduleTime = sched.status?.lastScheduleTime;
@@ -194,7 +197,6 @@ export class ScheduleReconciler implements Reconciler {
           namespace: ns,
           labels: { ...(sched.metadata.labels ?? {}), [SCHEDULE_LABEL]: sched.metadata.name ?? "" },
           annotations: { "stateward.io/scheduled-at": kubeTime(due) },
-          ownerReferences: [controllerReference(sched, RT)],
         },
         spec: structuredClone(sched.spec.backupTemplate),
       });
@@ -204,6 +206,22 @@ export class ScheduleReconciler implements Reconciler {
       // Another leader (or a wake-up that came twice) already created this due time's backup.
       if (!isAlreadyExists(err)) throw err;
     }
+  }
+
+  /**
+   * Takes this schedule's owner reference off a backup an earlier release created with one. The garbage
+   * collector deletes what a deleted object owns: deleting (or re-creating) a schedule deleted every backup it
+   * had made, and with deletionPolicy Delete their stored data too — a whole backup history, gone with a
+   * `kubectl delete` of the object that only says when to take backups. A backup is the user's data: it
+   * stays until it is deleted itself or pruned by retention.
+   */
+  private async disown(sched: MySQLBackupSchedule, backup: MySQLBackup): Promise<void> {
+    const refs = backup.metadata.ownerReferences ?? [];
+    const others = refs.filter((r) => r.uid !== sched.metadata.uid);
+    if (others.length === refs.length) return;
+    await this.d.client.patch(BK, backup.metadata.namespace, backup.metadata.name ?? "", {
+      metadata: { ownerReferences: others.length > 0 ? others : null, resourceVersion: backup.metadata.resourceVersion },
+    });
   }
 
   /** Written only when it changed; a conflict fails the reconcile, which runs again on the new version. */
