@@ -147,6 +147,14 @@ describe("MySQLBackup and MySQLRestore", () => {
     expect(ready?.reason).toBe("StorageAccessDenied");
     expect(ready?.message).toMatch(/Backup failed: .*(denied|signature|credentials)/i);
     expect(await keysUnder(`operator-${suffix}/${ns}/wrong-key/`)).toEqual([]);
+    // A restore from it fails at once, saying why, instead of waiting Pending for a backup that never runs again.
+    await client.create(RS, { apiVersion: MySQLRestoreKind.apiVersion, kind: MySQLRestoreKind.kind, metadata: { name: "from-failed", namespace: ns }, spec: { instanceRef: { name: "db" }, source: { backupRef: { name: "wrong-key" } } } });
+    const refused = await finished<MySQLRestore>(RS, "from-failed");
+    expect(refused.status?.phase).toBe("Failed");
+    expect(findCondition(refused.status?.conditions, "Ready")).toMatchObject({
+      reason: "BackupFailed",
+      message: "MySQLBackup wrong-key failed (StorageAccessDenied) and does not run again: restore from another backup",
+    });
     const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: env.s3.bucket, Prefix: `operator-${suffix}/${ns}/wrong-key/` }));
     expect(uploads.Uploads ?? []).toEqual([]);
   });
