@@ -37,6 +37,24 @@ describe("diffGrants against MariaDB's SHOW GRANTS", () => {
     expect(isEmptyDiff(diffGrants(desiredGrants(spec, mariadb), actualGrants(parseShowGrants(shown), mariadb), mariadb))).toBe(true);
   });
 
+  it("compares names in lower case on a server that keeps them so (lower_case_table_names 1), and as written otherwise", () => {
+    const folding = { ...mariadb, lowerCaseTableNames: 1 };
+    const spec: Grant[] = [
+      { privileges: ["SELECT"], database: "Shop_Db" },
+      { privileges: ["INSERT"], database: "Shop_Db", table: "Orders" },
+    ];
+    const shown = ["GRANT SELECT ON `shop\\_db`.* TO `app`@`%`", "GRANT INSERT ON `shop_db`.`orders` TO `app`@`%`"];
+    expect(plan(spec, shown, folding)).toEqual([]);
+    expect(plan(spec, [usage], folding)).toEqual(["GRANT SELECT ON `shop\\_db`.* TO `app`@`%`", "GRANT INSERT ON `shop_db`.`orders` TO `app`@`%`"]);
+    // Case-sensitive names (0, Linux's default): `Shop_Db` and `shop_db` are two databases.
+    expect(plan(spec, shown)).toEqual([
+      "GRANT SELECT ON `Shop\\_Db`.* TO `app`@`%`",
+      "GRANT INSERT ON `Shop_Db`.`Orders` TO `app`@`%`",
+      "REVOKE SELECT ON `shop\\_db`.* FROM `app`@`%`",
+      "REVOKE INSERT ON `shop_db`.`orders` FROM `app`@`%`",
+    ]);
+  });
+
   it("grants what is missing before it revokes what is extra, and leaves shared privileges alone", () => {
     // SELECT moves from the table to its database; INSERT goes; UPDATE comes.
     const diff: GrantDiff = diffGrants(

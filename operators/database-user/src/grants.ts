@@ -9,7 +9,16 @@ import { ALL_PRIVILEGES, allPrivilegesAt, canonicalPrivilege, grantLevel } from 
 import { type ParsedGrant } from "./show-grants.ts";
 import type { Grant } from "./api.ts";
 
-type Server = Pick<ServerInfo, "flavor" | "major" | "minor" | "patch">;
+type Server = Pick<ServerInfo, "flavor" | "major" | "minor" | "patch" | "lowerCaseTableNames">;
+
+/**
+ * A database or table name as the server keeps it in its grant tables: in lower case when it compares
+ * names in lower case (lower_case_table_names 1 or 2: GRANT on `Shop` shows as `shop`). Compared as
+ * written, a grant on `Shop` never matched SHOW GRANTS: granted and revoked again at every pass.
+ */
+function asStored(name: string, server: Server): string {
+  return name === "*" || !server.lowerCaseTableNames ? name : name.toLowerCase();
+}
 
 /** The privileges at one level, named as SHOW GRANTS names them. */
 export interface LevelGrants {
@@ -55,8 +64,8 @@ function level(set: GrantSet, database: string, table: string): LevelGrants {
 export function desiredGrants(grants: readonly Grant[], server: Server): GrantSet {
   const set: GrantSet = new Map();
   for (const g of grants) {
-    const table = g.table ?? "*";
-    const entry = level(set, databaseInGrant(g.database, table), table);
+    const table = asStored(g.table ?? "*", server);
+    const entry = level(set, databaseInGrant(asStored(g.database, server), table), table);
     for (const p of g.privileges) entry.privileges.add(canonicalPrivilege(p, server));
     entry.grantOption ||= g.withGrantOption ?? false;
   }
@@ -74,7 +83,7 @@ export function actualGrants(parsed: readonly ParsedGrant[], server: Server): Gr
   for (const g of parsed) {
     if (g.kind !== "object") continue;
     if (g.privileges.length === 0 && !g.grantOption) continue; // the USAGE line
-    const entry = level(set, g.database, g.table);
+    const entry = level(set, asStored(g.database, server), asStored(g.table, server));
     for (const p of g.privileges) entry.privileges.add(canonicalPrivilege(p, server));
     entry.grantOption ||= g.grantOption;
   }

@@ -154,9 +154,9 @@ export class InstanceConnection {
 
   /** Re-reads the server's version (a health check); returns it. */
   async ping(): Promise<ServerInfo> {
-    const [row] = await this.query<{ version: string; comment: string | null }>("SELECT VERSION() AS version, @@version_comment AS comment");
+    const [row] = await this.query<ProbeRow>(PROBE_SQL);
     if (row === undefined) throw new MySQLError("ServerError", "SELECT VERSION() returned no row");
-    this.serverInfo = detectServer(row.version, row.comment ?? "");
+    this.serverInfo = serverOf(row);
     return this.serverInfo;
   }
 
@@ -356,9 +356,25 @@ export class MySQLConnector {
   }
 }
 
+/** What a pool asks a server when it opens, and at each health check. */
+const PROBE_SQL = "SELECT VERSION() AS version, @@version_comment AS comment, @@lower_case_table_names AS lowerCaseTableNames";
+
+interface ProbeRow {
+  version: unknown;
+  comment: unknown;
+  lowerCaseTableNames: unknown;
+}
+
+function serverOf(row: ProbeRow): ServerInfo {
+  return {
+    ...detectServer(String(row.version), typeof row.comment === "string" ? row.comment : ""),
+    lowerCaseTableNames: Number(row.lowerCaseTableNames ?? 0),
+  };
+}
+
 async function probe(pool: Pool, timeout: number): Promise<ServerInfo> {
-  const [rows] = await pool.query<RowDataPacket[]>({ sql: "SELECT VERSION() AS version, @@version_comment AS comment", timeout });
-  const row = rows[0];
+  const [rows] = await pool.query<RowDataPacket[]>({ sql: PROBE_SQL, timeout });
+  const row = rows[0] as ProbeRow | undefined;
   if (row === undefined) throw new MySQLError("ServerError", "SELECT VERSION() returned no row");
-  return detectServer(String(row.version), typeof row.comment === "string" ? row.comment : "");
+  return serverOf(row);
 }

@@ -16,6 +16,12 @@ export interface ServerInfo {
   patch: number;
   /** What `SELECT VERSION()` returned, e.g. "10.11.19-MariaDB-0+deb12u1". */
   versionString: string;
+  /**
+   * `@@lower_case_table_names`: 0 (the default on Linux) compares database and table names as written;
+   * 1 and 2 compare them in lower case, and the grant tables hold them in lower case (GRANT on `Shop`
+   * shows as `shop`). Undefined when not read (taken as 0).
+   */
+  lowerCaseTableNames?: number;
 }
 
 /**
