@@ -11,7 +11,7 @@
 import { parseArgs } from "node:util";
 // config.js, not the package index, which loads the whole generated API client (slim-client-node.ts).
 import { KubeConfig } from "@kubernetes/client-node/dist/config.js";
-import { KubeClient, builtin, isNotFound, messageOf, removeFinalizer, resourceOf, uniqueKinds, type KubeObject, type ResourceType } from "@stateward/core";
+import { KubeClient, builtin, isForbidden, isNotFound, messageOf, removeFinalizer, resourceOf, uniqueKinds, type KubeObject, type ResourceType } from "@stateward/core";
 import { FINALIZER as DROP_ACCOUNT_FINALIZER, IN_USE_FINALIZER } from "@stateward/operator-database-user";
 import { BACKUP_FINALIZER, RESTORE_FINALIZER, completedStorage, describeStorage, restoreRunId, stagingDatabasesPattern, type MySQLBackup, type MySQLRestore } from "@stateward/operator-mysql-backup";
 import { listAll } from "./commands/common.ts";
@@ -150,17 +150,26 @@ export async function releaseFinalizers(argv: string[], out: (s: string) => void
       if (finding) findings.push({ finding, obj, rt: resourceOf(kind) });
     }
   }
-  // Secrets as metadata only: their values are never read.
-  let cont: string | undefined;
-  do {
-    const page = await client.list<Described>(builtin.secret, { namespace: all ? undefined : values.namespace, metadataOnly: true, limit: 500, continue: cont });
-    // An empty PartialObjectMetadataList comes with items: null.
-    for (const obj of page.items ?? []) {
-      const finding = findingOf("Secret", obj);
-      if (finding) findings.push({ finding, obj, rt: builtin.secret });
-    }
-    cont = page.metadata?.continue || undefined;
-  } while (cont);
+  // Secrets as metadata only: their values are never read. Without the right to list them, the rest is still
+  // released (said on stderr): an instance's Secret kept in use then stays for the user to release by hand.
+  try {
+    let cont: string | undefined;
+    do {
+      const page = await client.list<Described>(builtin.secret, { namespace: all ? undefined : values.namespace, metadataOnly: true, limit: 500, continue: cont });
+      // An empty PartialObjectMetadataList comes with items: null.
+      for (const obj of page.items ?? []) {
+        const finding = findingOf("Secret", obj);
+        if (finding) findings.push({ finding, obj, rt: builtin.secret });
+      }
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+  } catch (err) {
+    if (!isForbidden(err)) throw err;
+    process.stderr.write(
+      `stateward: cannot list Secrets in ${all ? "any namespace" : `namespace ${values.namespace ?? ""}`} (forbidden): a Secret a MySQLInstance keeps in use ` +
+        `(finalizer ${IN_USE_FINALIZER}) is not listed; remove that finalizer by hand if one stays\n`,
+    );
+  }
 
   const where = all ? "any namespace" : `namespace ${values.namespace ?? ""}`;
   if (findings.length === 0) {

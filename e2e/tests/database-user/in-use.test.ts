@@ -3,12 +3,14 @@
 // accounts (before, the instance and its admin Secret were usually gone first
 // and the accounts were left on the server, InstanceGone); an instance being
 // deleted gets no new account; an admin Secret deleted or replaced is released
-// once nothing needs it.
+// once nothing needs it; a namespace whose server goes with it is not held for
+// ever.
 import { builtin, type KubeObject, type SecretAccess } from "@stateward/core";
 import type { MySQLInstance } from "@stateward/mysql";
 import { IN_USE_FINALIZER } from "@stateward/operator-database-user";
 import type mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { TcpProxy } from "../../harness/index.ts";
 import { freshNamespace, testClient, waitGone } from "../../support/kube.ts";
 import { waitFor } from "../../support/wait.ts";
 import {
@@ -20,6 +22,7 @@ import {
   createInstance,
   databaseUser,
   eventsFor,
+  instance,
   leftovers,
   readyOf,
   secret,
@@ -148,8 +151,19 @@ describe("a MySQLInstance and its Secrets in use", () => {
     await waitGone(client, DBU, ns, "sec");
     expect(await accountExists(admin, sec)).toBe(false);
     await waitGone(client, builtin.secret, ns, "sec-admin");
-    // The instance, not deleted, keeps its protection for the next DatabaseUser.
-    expect(holdsInUse(await client.get<MySQLInstance>(MYI, ns, "sec"))).toBe(true);
+    // With no DatabaseUser left, nothing holds the instance either (deleting it needs no operator).
+    await waitFor("the instance released", async () => (holdsInUse(await client.get<MySQLInstance>(MYI, ns, "sec")) ? undefined : true));
+  });
+
+  it("an instance whose finalizer is removed by hand goes, and its admin Secret is released", async () => {
+    await createInstance(client, env.mysql, ns, "forced");
+    await user("forced", "forced");
+    await waitReady(client, ns, "forced", 1);
+    expect(holdsInUse(await client.get(builtin.secret, ns, "forced-admin"))).toBe(true);
+    await client.delete(MYI, ns, "forced");
+    await client.patch(MYI, ns, "forced", { metadata: { finalizers: null } });
+    await waitGone(client, MYI, ns, "forced");
+    await waitFor("the admin Secret released", async () => (holdsInUse(await client.get(builtin.secret, ns, "forced-admin")) ? undefined : true));
   });
 
   it("an admin Secret the instance no longer names is released at once", async () => {
@@ -162,5 +176,36 @@ describe("a MySQLInstance and its Secrets in use", () => {
     await waitFor("the old admin Secret released", async () => (holdsInUse(await client.get(builtin.secret, ns, "swap-admin")) ? undefined : true));
     await client.delete(builtin.secret, ns, "swap-admin");
     await waitGone(client, builtin.secret, ns, "swap-admin");
+  });
+});
+
+describe("deleting a namespace whose MySQL server goes with it", () => {
+  const id = suffix();
+  const left = leftovers();
+  let proxy: TcpProxy | undefined;
+
+  afterAll(async () => {
+    await proxy?.stop();
+    await cleanUp(client, env.mysql, left);
+  });
+
+  it("does not wait for ever: the DatabaseUsers are released after the grace (InstanceGone), and the namespace goes", async () => {
+    const ns = await freshNamespace(client, "dbu-inuse");
+    left.namespaces.push(ns);
+    left.managers.push(await startManager(env.kubeconfig, { namespaces: [ns], operator: { deletingInstanceGraceMs: 3_000 } }));
+    // The server, as the namespace's own pods would serve it: through a proxy that stops with the namespace.
+    proxy = new TcpProxy({ host: env.mysql.host, port: env.mysql.port });
+    const port = await proxy.start();
+    await client.create(builtin.secret, secret(ns, "db-admin", { username: env.mysql.user, password: env.mysql.password }));
+    await client.create(MYI, instance(ns, "db", { host: "127.0.0.1", port, adminSecret: "db-admin" }));
+    const user = `gone_${id}`;
+    left.accounts.push({ user, host: "%" });
+    await client.create(builtin.secret, secret(ns, "pw", { password: `pw-${id}` }));
+    await client.create(DBU, databaseUser(ns, "app", { instanceRef: { name: "db" }, user, passwordSecretRef: { name: "pw" } }));
+    await waitReady(client, ns, "app", 1);
+
+    await proxy.stop();
+    await client.delete(builtin.namespace, undefined, ns);
+    await waitGone(client, builtin.namespace, undefined, ns, 60_000);
   });
 });

@@ -11,18 +11,20 @@
 //
 // - Added by the DatabaseUser reconciler before it creates or changes an account
 //   (protect): one write per instance and Secret, not per account.
-// - Released by InUseReconciler once no DatabaseUser holding the drop-account
-//   finalizer names the instance and the instance or the Secret is being deleted
-//   (and at once from a Secret the instance no longer names). An instance being
-//   deleted gets no new accounts (the DatabaseUser reconciler refuses it), so
-//   none can come to need it after the check.
+// - Released by InUseReconciler, keyed by instance, once no DatabaseUser holding
+//   the drop-account finalizer names it (confirmed with the API server, and not
+//   within PROTECT_SETTLE_MS of a protect: a DatabaseUser about to create an
+//   account writes its own finalizer right after protecting), from the instance
+//   and its Secrets together; from a Secret the instance no longer names at once.
+//   An instance being deleted gets no new account (the DatabaseUser reconciler
+//   refuses it). With no DatabaseUser, nothing holds anything: deleting either
+//   does not depend on the operator.
 // - Not on a MySQLCluster's instance: its servers go with the cluster, and so
 //   do the accounts.
 import {
   addFinalizer,
   builtin,
   hasFinalizer,
-  isBeingDeleted,
   isNotFound,
   removeFinalizer,
   type Cache,
@@ -55,8 +57,11 @@ const DROP_ACCOUNT = "stateward.io/drop-account";
 /** How long a Secret found protected is trusted to stay so when Secrets are not watched (read by GET). */
 const UNWATCHED_SECRET_RECHECK_MS = 5 * 60_000;
 
-/** When Secrets are not watched, how often a protected Secret no DatabaseUser needs is looked at for its deletion. */
-const UNWATCHED_SECRET_RELEASE_CHECK_MS = 60_000;
+/**
+ * After a protect, how long nothing of that instance is released: the DatabaseUser that protected it writes
+ * its drop-account finalizer next (one request), and until the API server shows it the instance looks unused.
+ */
+export const PROTECT_SETTLE_MS = 10_000;
 
 /** How long the release waits when the API server shows a DatabaseUser the cache does not yet. */
 const CACHE_CATCH_UP_MS = 1_000;
@@ -108,10 +113,16 @@ function holdsDropFinalizer(user: DatabaseUser): boolean {
 }
 
 export class InUseProtection {
-  /** Instances this process protected, by uid, with the IN_USE_SECRETS it wrote (until released). */
-  private readonly instances = new Map<string, string>();
-  /** Protected Secrets by `<namespace>/<name>`, and when that was seen (rechecked when Secrets are not watched). */
-  private readonly secrets = new Map<string, number>();
+  /**
+   * What this process wrote to protect an instance, by uid: the IN_USE_SECRETS value and the resourceVersion
+   * it wrote over. Trusted while the cache still shows that version (it has not caught up with the write);
+   * once it shows another, the cache is.
+   */
+  private readonly instances = new Map<string, { union: string; over: string | undefined }>();
+  /** Likewise for Secrets, by `<namespace>/<name>`; `at` for the recheck when Secrets are not watched. */
+  private readonly secrets = new Map<string, { over: string | undefined; at: number }>();
+  /** When each instance (by uid) was last protected: see PROTECT_SETTLE_MS. */
+  private readonly protectedAt = new Map<string, number>();
   /** Writes in flight, by object: concurrent reconciles of one instance's users make one. */
   private readonly inFlight = new Map<string, Promise<void>>();
 
@@ -134,17 +145,19 @@ export class InUseProtection {
   async protect(instance: MySQLInstance): Promise<void> {
     if (!protectable(instance)) return;
     const uid = instance.metadata.uid ?? "";
+    this.protectedAt.set(uid, this.clock.now().getTime());
     const namespace = instance.metadata.namespace ?? "";
     const names = instanceSecrets(instance).map((key) => key.slice(namespace.length + 1));
     const recorded = instance.metadata.annotations?.[IN_USE_SECRETS] ?? "";
     const union = [...new Set([...recorded.split(",").filter((n) => n !== ""), ...names])].sort().join(",");
-    // Protected when the cache says so, or when this process wrote it (the cache may not show it yet:
-    // a write from the cached object would then conflict).
-    const done = (hasFinalizer(instance, IN_USE_FINALIZER) && union === recorded) || this.instances.get(uid) === union;
+    const written = this.instances.get(uid);
+    const done =
+      (hasFinalizer(instance, IN_USE_FINALIZER) && union === recorded) ||
+      (written !== undefined && written.union === union && written.over === instance.metadata.resourceVersion);
     if (!done) {
       await this.once(`instance/${uid}`, async () => {
         await addFinalizer(this.client, MYI, instance, IN_USE_FINALIZER, { [IN_USE_SECRETS]: union });
-        this.instances.set(uid, union);
+        this.instances.set(uid, { union, over: instance.metadata.resourceVersion });
       });
     }
     for (const name of names) await this.protectSecret(namespace, name);
@@ -152,18 +165,18 @@ export class InUseProtection {
 
   private async protectSecret(namespace: string, name: string): Promise<void> {
     const key = secretKey(namespace, name);
+    const written = this.secrets.get(key);
     if (this.secretReader.watched()) {
       const cached = this.cache.get<KubeObject>(builtin.secret, namespace, name);
-      if (cached === undefined || hasFinalizer(cached, IN_USE_FINALIZER) || this.secrets.has(key)) return;
-    } else {
-      const seen = this.secrets.get(key);
-      if (seen !== undefined && this.clock.now().getTime() - seen < UNWATCHED_SECRET_RECHECK_MS) return;
+      if (cached === undefined || hasFinalizer(cached, IN_USE_FINALIZER) || written?.over === cached.metadata.resourceVersion) return;
+    } else if (written !== undefined && this.clock.now().getTime() - written.at < UNWATCHED_SECRET_RECHECK_MS) {
+      return;
     }
     await this.once(`secret/${key}`, async () => {
       const secret = await this.secretReader.metadata(namespace, name);
       if (secret === undefined) return;
       if (!hasFinalizer(secret, IN_USE_FINALIZER)) await addFinalizer(this.client, builtin.secret, secret, IN_USE_FINALIZER);
-      this.secrets.set(key, this.clock.now().getTime());
+      this.secrets.set(key, { over: secret.metadata.resourceVersion, at: this.clock.now().getTime() });
     });
   }
 
@@ -176,72 +189,83 @@ export class InUseProtection {
     return started;
   }
 
+  /** Milliseconds until the instance's last protect is PROTECT_SETTLE_MS old (0: it is, or none was made). */
+  settling(uid: string | undefined): number {
+    const at = this.protectedAt.get(uid ?? "");
+    return at === undefined ? 0 : Math.max(0, at + PROTECT_SETTLE_MS - this.clock.now().getTime());
+  }
+
   /** Forgets what protect remembered of the instance and the Secret (released by InUseReconciler). */
   forget(uid: string | undefined, secret?: string): void {
-    if (uid !== undefined) this.instances.delete(uid);
+    if (uid !== undefined) {
+      this.instances.delete(uid);
+      this.protectedAt.delete(uid);
+    }
     if (secret !== undefined) this.secrets.delete(secret);
   }
 }
 
 /**
- * Releases IN_USE_FINALIZER (see the top of the file), keyed by MySQLInstance: run when the instance
- * changes (its deletion, its spec naming other Secrets), when one of its Secrets does (watched Secrets),
- * and when a DatabaseUser naming it is deleted. A Secret is released when the instance no longer names
- * it, or when no DatabaseUser needs the instance and the Secret or the instance is being deleted; the
- * instance once it is being deleted and no DatabaseUser needs it. Until then deleting them waits.
+ * Releases IN_USE_FINALIZER (see the top of the file), keyed by MySQLInstance: run when the instance changes
+ * or goes, when one of its Secrets changes (watched Secrets), and when a DatabaseUser naming it is deleted or
+ * stops dropping its account.
  */
 export class InUseReconciler implements Reconciler {
+  /**
+   * The Secrets last seen protected for each instance (`<namespace>/<name>`): released when the instance
+   * goes without having released them (its finalizer removed by hand).
+   */
+  private readonly lastSeen = new Map<string, string[]>();
+
   private readonly client: KubeClient;
   private readonly cache: Cache;
   private readonly secretReader: SecretReader;
   private readonly protection: InUseProtection;
+  /** The manager's target as a label selector (`stateward.io/target=a`), or undefined: the DatabaseUsers it manages. */
+  private readonly targetSelector: string | undefined;
 
-  constructor(client: KubeClient, cache: Cache, secretReader: SecretReader, protection: InUseProtection) {
+  constructor(client: KubeClient, cache: Cache, secretReader: SecretReader, protection: InUseProtection, targetSelector: string | undefined) {
     this.client = client;
     this.cache = cache;
     this.secretReader = secretReader;
     this.protection = protection;
+    this.targetSelector = targetSelector;
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
+    const namespace = req.namespace ?? "";
+    const instanceKey = `${namespace}/${req.name}`;
     const instance = this.cache.get<MySQLInstance>(MYI, req.namespace, req.name);
-    if (!instance || !hasFinalizer(instance, IN_USE_FINALIZER)) return undefined;
-    const namespace = instance.metadata.namespace ?? "";
-    const deleting = isBeingDeleted(instance);
-    const named = new Set(instanceSecrets(instance));
-    const used = this.cachedUsers(instance) > 0;
-    const release: KubeObject[] = [];
-    let watchLater = false;
-    for (const key of protectedSecrets(instance)) {
-      // Two instances may log in with one Secret: it stays while the other's users need it.
-      if (this.neededByOthers(key, instance) || (used && named.has(key))) continue;
-      const secret = await this.secretReader.metadata(namespace, key.slice(namespace.length + 1));
-      if (secret === undefined || !hasFinalizer(secret, IN_USE_FINALIZER)) continue;
-      if (!named.has(key) || deleting || isBeingDeleted(secret)) release.push(secret);
-      // Unwatched, a Secret's deletion is not an event: looked at again now and then.
-      else if (!this.secretReader.watched()) watchLater = true;
-    }
-    const releaseInstance = deleting && !used;
-    const confirm = releaseInstance || release.some((s) => named.has(secretKey(namespace, s.metadata.name ?? "")));
-    // The cache may not show a DatabaseUser's drop-account finalizer yet: the API server is asked before
-    // anything its accounts need is released (one LIST, only then).
-    if (confirm && (await this.usedLive(instance))) return { requeueAfter: CACHE_CATCH_UP_MS };
-    for (const secret of release) {
-      this.protection.forget(undefined, secretKey(namespace, secret.metadata.name ?? ""));
-      try {
-        await removeFinalizer(this.client, builtin.secret, secret, IN_USE_FINALIZER);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      ctx.log.info("released a Secret no DatabaseUser needs any more", { secret: `${namespace}/${secret.metadata.name ?? ""}` });
-    }
-    if (releaseInstance) {
-      this.protection.forget(instance.metadata.uid);
-      await removeFinalizer(this.client, MYI, instance, IN_USE_FINALIZER);
-      ctx.log.info("released: no DatabaseUser that drops its account uses the instance any more", { instance: `${namespace}/${req.name}` });
+    if (!instance) {
+      const secrets = this.lastSeen.get(instanceKey) ?? [];
+      this.lastSeen.delete(instanceKey);
+      for (const key of secrets) if (!this.neededByOthers(key, undefined)) await this.releaseSecret(key, ctx);
       return undefined;
     }
-    return watchLater ? { requeueAfter: UNWATCHED_SECRET_RELEASE_CHECK_MS } : undefined;
+    if (!hasFinalizer(instance, IN_USE_FINALIZER) && instance.metadata.annotations?.[IN_USE_SECRETS] === undefined) {
+      this.lastSeen.delete(instanceKey);
+      return undefined;
+    }
+    const recorded = protectedSecrets(instance);
+    this.lastSeen.set(instanceKey, recorded);
+    const named = new Set(instanceSecrets(instance));
+    // A Secret the instance no longer names is not needed by it, whatever its users.
+    for (const key of recorded) if (!named.has(key) && !this.neededByOthers(key, instance)) await this.releaseSecret(key, ctx);
+    if (this.cachedUsers(instance) > 0) return undefined;
+    // None in the cache: nothing is released within PROTECT_SETTLE_MS of a protect, nor while the API server
+    // shows one the cache does not yet (one LIST, only then).
+    const settling = this.protection.settling(instance.metadata.uid);
+    if (settling > 0) return { requeueAfter: settling };
+    if (await this.usedLive(instance)) return { requeueAfter: CACHE_CATCH_UP_MS };
+    for (const key of recorded) if (named.has(key) && !this.neededByOthers(key, instance)) await this.releaseSecret(key, ctx);
+    this.protection.forget(instance.metadata.uid);
+    this.lastSeen.delete(instanceKey);
+    const finalizers = (instance.metadata.finalizers ?? []).filter((f) => f !== IN_USE_FINALIZER);
+    await this.client.patch(MYI, namespace, req.name, {
+      metadata: { finalizers, annotations: { [IN_USE_SECRETS]: null }, resourceVersion: instance.metadata.resourceVersion },
+    });
+    ctx.log.info("released: no DatabaseUser that drops its account uses the instance", { instance: instanceKey });
+    return undefined;
   }
 
   /** The DatabaseUsers in the cache naming the instance that still hold the drop-account finalizer. */
@@ -249,16 +273,31 @@ export class InUseReconciler implements Reconciler {
     return this.cache.byIndex<DatabaseUser>(DBU, USER_BY_INSTANCE, objectIndexKey(instance)).filter(holdsDropFinalizer).length;
   }
 
-  /** Whether the API server shows a DatabaseUser naming the instance that holds the drop-account finalizer. */
+  /** Whether the API server shows a DatabaseUser of this manager naming the instance that holds the drop-account finalizer. */
   private async usedLive(instance: MySQLInstance): Promise<boolean> {
-    const live = await this.client.list<DatabaseUser>(DBU, { namespace: instance.metadata.namespace });
+    const live = await this.client.list<DatabaseUser>(DBU, { namespace: instance.metadata.namespace, labelSelector: this.targetSelector });
     return live.items.some((u) => u.spec.instanceRef.name === instance.metadata.name && holdsDropFinalizer(u));
   }
 
   /** Whether another protected instance, with DatabaseUsers holding the drop-account finalizer, names the Secret. */
-  private neededByOthers(key: string, instance: MySQLInstance): boolean {
+  private neededByOthers(key: string, instance: MySQLInstance | undefined): boolean {
     return this.cache
       .byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, key)
-      .some((other) => other.metadata.uid !== instance.metadata.uid && hasFinalizer(other, IN_USE_FINALIZER) && this.cachedUsers(other) > 0);
+      .some((other) => other.metadata.uid !== instance?.metadata.uid && hasFinalizer(other, IN_USE_FINALIZER) && this.cachedUsers(other) > 0);
+  }
+
+  private async releaseSecret(key: string, ctx: ReconcileContext): Promise<void> {
+    const slash = key.indexOf("/");
+    const namespace = key.slice(0, slash);
+    const secret = await this.secretReader.metadata(namespace, key.slice(slash + 1));
+    this.protection.forget(undefined, key);
+    if (secret === undefined || !hasFinalizer(secret, IN_USE_FINALIZER)) return;
+    try {
+      await removeFinalizer(this.client, builtin.secret, secret, IN_USE_FINALIZER);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      return;
+    }
+    ctx.log.info("released a Secret no DatabaseUser needs any more", { secret: key });
   }
 }

@@ -10,13 +10,11 @@ import {
   or,
   bindResolved,
   type InformerEvent,
-  type KubeObject,
   type Resolved,
   type Metrics,
   type OperatorModule,
 } from "@stateward/core";
 import {
-  INSTANCE_BY_SECRET,
   MySQLInstanceKind,
   bindInstanceController,
   bindMySQLServices,
@@ -26,7 +24,6 @@ import {
 } from "@stateward/mysql";
 import { ContainerModule } from "inversify";
 import { DatabaseUserKind, type DatabaseUser } from "./api.ts";
-import type { MySQLInstance } from "@stateward/mysql";
 import {
   USER_BY_ACCOUNT,
   USER_BY_INSTANCE,
@@ -40,11 +37,17 @@ import {
 import { FINGERPRINT_KEY_SECRET, FingerprintKey, fingerprintKeyNamespace } from "./fingerprint-key.ts";
 import { ACCOUNT_CREATED_BY } from "./ownership.ts";
 import { InUseProtection, InUseReconciler, changedBeyondInUse } from "./in-use.ts";
-import { DatabaseUserReconciler, type DatabaseUserReconcilerDeps } from "./user-reconciler.ts";
+import { DatabaseUserReconciler, FINALIZER, type DatabaseUserReconcilerDeps } from "./user-reconciler.ts";
 
 export interface DatabaseUserOperatorOptions {
   /** How often a converged account is compared with the server again (reads only). Defaults to 5 min. */
   driftCheckIntervalMs?: number;
+  /**
+   * How long a deleted DatabaseUser keeps trying to drop its account on an instance being deleted too that
+   * cannot be reached or logged in to (a namespace deleted with its MySQL server in it), before it is
+   * released with the account not dropped (InstanceGone). Defaults to 60 s.
+   */
+  deletingInstanceGraceMs?: number;
   /**
    * How often a MySQLInstance is checked again once reachable. Defaults to 60 s.
    * Applies when this is the first MySQL operator bound in the manager (the instance controller is shared).
@@ -108,7 +111,7 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
               inUse: inUseOf({ client, cache, secrets, clock }),
               ...userMetrics(metrics),
             },
-            { driftCheckIntervalMs: options.driftCheckIntervalMs },
+            { driftCheckIntervalMs: options.driftCheckIntervalMs, deletingInstanceGraceMs: options.deletingInstanceGraceMs },
           );
           // When the DatabaseUser that owns an account goes away, another one naming the account takes over.
           const otherClaimants = (user: DatabaseUser) =>
@@ -131,19 +134,17 @@ export function createDatabaseUserOperator(options: DatabaseUserOperatorOptions 
         },
       }));
       // Releases the in-use protection of MySQLInstances and their Secrets (in-use.ts).
-      bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, secrets, clock }) => ({
+      bindResolved(bind, Tokens.ControllerSetup, deps, ({ client, cache, secrets, clock, settings }) => ({
         setup: (builder) => {
           const instanceOf = (user: DatabaseUser) => [{ namespace: user.metadata.namespace, name: user.spec.instanceRef.name }];
-          const bySecret = (secret: KubeObject) =>
-            cache.byIndex<MySQLInstance>(MYI, INSTANCE_BY_SECRET, objectIndexKey(secret)).map(toRequest);
+          const dropsAccount = (u: DatabaseUser) => u.metadata.finalizers?.includes(FINALIZER) ?? false;
+          const target = settings.target ? `${settings.targetLabel}=${settings.target}` : undefined;
           builder
             .named("mysqlinstance-in-use")
             .for(MYI)
-            // A DatabaseUser gone: the last one may have been what kept the instance.
-            .watches(DBU, instanceOf, [(e: InformerEvent<DatabaseUser>) => e.type === "delete"])
-            // A Secret being deleted (when Secrets are watched; otherwise looked at now and then).
-            .watches(builtin.secret, bySecret, [(e: InformerEvent<KubeObject>) => e.type === "update" && e.obj.metadata.deletionTimestamp !== undefined])
-            .complete(new InUseReconciler(client, cache, secrets, inUseOf({ client, cache, secrets, clock })));
+            // A DatabaseUser gone, or no longer dropping its account: it may have been what kept the instance.
+            .watches(DBU, instanceOf, [(e: InformerEvent<DatabaseUser>) => e.type === "delete" || (e.type === "update" && dropsAccount(e.old) && !dropsAccount(e.obj))])
+            .complete(new InUseReconciler(client, cache, secrets, inUseOf({ client, cache, secrets, clock }), target));
         },
       }));
     }),

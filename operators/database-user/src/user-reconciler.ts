@@ -65,6 +65,15 @@ import { ACCOUNT_CREATED_BY, adminPrivileges, creationClaim, isClusterInstance, 
 /** How long a reconcile that found the cache behind the API server waits before it looks again. */
 const CACHE_CATCH_UP_MS = 1_000;
 
+/**
+ * How long a DatabaseUser being deleted keeps trying to drop its account on an instance that is being deleted
+ * too and cannot be reached or logged in to, before it is released undropped (InstanceGone): a namespace
+ * deleted with the MySQL server in it takes the server's pods first.
+ */
+export const DELETING_INSTANCE_GRACE_MS = 60_000;
+/** Meanwhile, how often it tries. */
+const DELETING_INSTANCE_RETRY_MS = 5_000;
+
 /** On DatabaseUsers whose account is dropped on delete (deletionPolicy: Delete). */
 export const FINALIZER = "stateward.io/drop-account";
 
@@ -77,6 +86,8 @@ const MAX_GRANT_PASSES = 3;
 export interface DatabaseUserReconcilerOptions {
   /** How often a converged account is compared with the server again (reads only). Defaults to 5 min. */
   driftCheckIntervalMs?: number;
+  /** See DELETING_INSTANCE_GRACE_MS (the default). */
+  deletingInstanceGraceMs?: number;
 }
 
 export interface DatabaseUserReconcilerDeps {
@@ -110,12 +121,14 @@ interface Converging {
 export class DatabaseUserReconciler implements Reconciler {
   private readonly d: DatabaseUserReconcilerDeps;
   private readonly driftCheckIntervalMs: number;
+  private readonly deletingInstanceGraceMs: number;
   /** When each account (by DatabaseUser uid) was last compared with the server. In memory: after a restart the status is trusted until the first drift check. */
   private readonly verifiedAt = new Map<string, number>();
 
   constructor(deps: DatabaseUserReconcilerDeps, opts: DatabaseUserReconcilerOptions = {}) {
     this.d = deps;
     this.driftCheckIntervalMs = opts.driftCheckIntervalMs ?? 5 * 60_000;
+    this.deletingInstanceGraceMs = opts.deletingInstanceGraceMs ?? DELETING_INSTANCE_GRACE_MS;
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | undefined> {
@@ -124,10 +137,7 @@ export class DatabaseUserReconciler implements Reconciler {
       this.d.forgetMetrics(req.namespace ?? "", req.name);
       return undefined;
     }
-    if (isBeingDeleted(cached)) {
-      await this.finalize(cached, ctx);
-      return undefined;
-    }
+    if (isBeingDeleted(cached)) return this.finalize(cached, ctx);
     // A finalizer only where deleting must clean up outside Kubernetes. With Delete it is added by the
     // first write this reconcile makes to the object (see holdFinalizer): the claim right before CREATE USER,
     // before any change to an existing account, or the failure status — never in a request of its own.
@@ -496,8 +506,8 @@ export class DatabaseUserReconciler implements Reconciler {
   }
 
   /** Deletion: drop the account (unless Retain), then release the finalizer. */
-  private async finalize(user: DatabaseUser, ctx: ReconcileContext): Promise<void> {
-    if (!hasFinalizer(user, FINALIZER)) return;
+  private async finalize(user: DatabaseUser, ctx: ReconcileContext): Promise<Result | undefined> {
+    if (!hasFinalizer(user, FINALIZER)) return undefined;
     const namespace = user.metadata.namespace ?? "";
     const account = this.account(user);
     const release = async (type: "Normal" | "Warning", reason: string, note: string) => {
@@ -541,18 +551,21 @@ export class DatabaseUserReconciler implements Reconciler {
       if (guarded === undefined) await dropAccount(conn, account);
     } catch (err) {
       if (isConflict(err)) throw err;
-      if (err instanceof MissingSecretError && isBeingDeleted(instance)) {
-        // The instance is going and cannot be logged in to any more (its Secret was deleted before it was
-        // protected, or by someone removing the protection): retrying cannot help, and would keep the
-        // namespace from being deleted.
-        await release("Warning", "InstanceGone", `MySQLInstance ${instanceName} is being deleted and ${err.message}: account ${describeAccount(account)} was not dropped (nothing left to log in with)`);
-        return;
-      }
       const failure = toFailure(err, instanceName);
+      // The instance is being deleted too (its namespace, say) and cannot be logged in to: its admin Secret gone
+      // (deleted before it was protected, or its protection removed by hand), or its server (pods deleted with
+      // the namespace). Waited for deletingInstanceGraceMs at most: retrying for ever would keep the instance,
+      // and the namespace, from being deleted.
+      const waited = isBeingDeleted(instance) ? this.d.clock.now().getTime() - Date.parse(instance.metadata.deletionTimestamp ?? "") : undefined;
+      if (waited !== undefined && (err instanceof MissingSecretError || waited >= this.deletingInstanceGraceMs)) {
+        await release("Warning", "InstanceGone", `MySQLInstance ${instanceName} is being deleted and ${failure.message}: account ${describeAccount(account)} was not dropped`);
+        return undefined;
+      }
       this.d.failures.inc(user.metadata, 1, { reason: failure.reason });
       const message = `cannot drop account ${describeAccount(account)} yet, retrying (set deletionPolicy: Retain to delete without dropping it): ${failure.message}`;
       await writeStatus(this.d.client, DBU, user, readyStatus({}, { status: "False", reason: failure.reason, message }));
       await this.d.events.record(user, "Warning", failure.reason, message);
+      if (waited !== undefined) return { requeueAfter: Math.min(DELETING_INSTANCE_RETRY_MS, this.deletingInstanceGraceMs - waited) };
       // Never terminal: the finalizer stays until the account is gone or the user says Retain.
       throw new Failure(failure.reason, message);
     }
@@ -561,6 +574,7 @@ export class DatabaseUserReconciler implements Reconciler {
       return;
     }
     await release("Normal", "AccountDropped", `dropped account ${describeAccount(account)}`);
+    return undefined;
   }
 }
 
