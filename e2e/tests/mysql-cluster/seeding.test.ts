@@ -6,7 +6,10 @@
 //   are never held up behind the snapshot's read lock — with a BackingOff
 //   condition and an Event; once the statement ends, the seed completes;
 //   a rollout started while a seed copies waits for it before restarting
-//   that replica.
+//   that replica;
+//   a seeded replica made the primary seeds the next new replica in turn: its
+//   binary log says it holds everything up to the copy's position, so a new
+//   replica is never left to replicate only what came after the copy.
 import type mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
 import { MySQLClusterKind, type MySQLCluster } from "@stateward/operator-mysql-cluster";
@@ -15,7 +18,7 @@ import { eventsAbout } from "../../support/events.ts";
 import { testClient } from "../../support/kube.ts";
 import type { LocalPodServers } from "../../support/mysql-pods.ts";
 import { waitFor } from "../../support/wait.ts";
-import { connectPod, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
+import { clusterManifest, clusterRunning, connectPod, onPod as runOnPod, rootPassword, startClusterSuite, type ClusterSuite } from "../../support/mysql-cluster.ts";
 
 const env = inject("environment");
 const client = testClient(env.kubeconfig);
@@ -48,13 +51,13 @@ function onPod(pod: string, ...statements: string[]): Promise<Record<string, unk
   return runOnPod(servers, pod, password, ...statements);
 }
 
-/** Only the newest binary log is left on the primary: a new replica must be seeded. */
-async function purgeBinaryLogs(): Promise<void> {
-  await onPod(`${name}-0`, "FLUSH BINARY LOGS");
+/** Only the newest binary log is left on the primary (`pod`, with its cluster's root password): a new replica must be seeded. */
+async function purgeBinaryLogs(pod = `${name}-0`, rootPw = password): Promise<void> {
+  await runOnPod(servers, pod, rootPw, "FLUSH BINARY LOGS");
   await waitFor("older binary logs purged", async () => {
-    const logs = (await onPod(`${name}-0`, "SHOW BINARY LOGS")) as { Log_name: string }[];
+    const logs = (await runOnPod(servers, pod, rootPw, "SHOW BINARY LOGS")) as { Log_name: string }[];
     if (logs.length === 1) return true;
-    await onPod(`${name}-0`, `PURGE BINARY LOGS TO '${logs.at(-1)?.Log_name ?? ""}'`);
+    await runOnPod(servers, pod, rootPw, `PURGE BINARY LOGS TO '${logs.at(-1)?.Log_name ?? ""}'`);
     return undefined;
   }, 30_000, 500);
 }
@@ -176,4 +179,35 @@ describe("seeding a replica", () => {
     const count = async (pod: string) => Number((await onPod(pod, "SELECT COUNT(*) AS n FROM bulk.t"))[0]?.n);
     expect(await count(`${name}-3`)).toBe(40_000);
   }, 600_000);
+});
+
+describe("a seeded replica made the primary", () => {
+  const relay = "relay";
+
+  it("seeds the next new replica too, which then holds the rows only the copy brought", async () => {
+    await client.create(MYC, clusterManifest(ns, relay, { replicas: 1, storage: { size: "1Gi" } }));
+    await clusterRunning(client, suite, relay, 1);
+    const rootPw = await rootPassword(client, ns, relay);
+    // Rows no binary log holds any more once purged: only a copy brings them to a new replica.
+    await runOnPod(servers, `${relay}-0`, rootPw, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (1), (2), (3)");
+    await purgeBinaryLogs(`${relay}-0`, rootPw);
+    await client.patch(MYC, ns, relay, { spec: { replicas: 2 } });
+    await clusterRunning(client, suite, relay, 2);
+    // Replicated after the copy, into a database of its own: a replica built from relay-1's binary log alone
+    // replicates it without an error and is caught up, though it lacks app.t.
+    await runOnPod(servers, `${relay}-0`, rootPw, "CREATE DATABASE later", "CREATE TABLE later.t (id INT PRIMARY KEY)", "INSERT INTO later.t VALUES (1)");
+    await client.patch(MYC, ns, relay, { spec: { primary: 1 } });
+    await clusterRunning(client, suite, relay, 2, { check: (c) => c.status?.currentPrimary === `${relay}-1` });
+
+    await client.patch(MYC, ns, relay, { spec: { replicas: 3 } });
+    await clusterRunning(client, suite, relay, 3);
+    // Before, relay-1's oldest binary log began with an empty Gtid_list ("nothing purged"): relay-2 only
+    // replicated, was Ready, and had no app.t.
+    const tables = await runOnPod(servers, `${relay}-2`, rootPw, "SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('app', 'later') ORDER BY 1");
+    expect(tables.map((r) => r.t)).toEqual(["app.t", "later.t"]);
+    expect(await runOnPod(servers, `${relay}-2`, rootPw, "SELECT id FROM app.t ORDER BY id")).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }]);
+    expect(await runOnPod(servers, `${relay}-2`, rootPw, "SELECT id FROM later.t")).toEqual([{ id: 1 }]);
+    const seeded = (await eventsAbout(client, ns, { name: relay })).filter((e) => e.reason === "ReplicaSeeded").map((e) => e.note ?? "");
+    expect(seeded.some((note) => note.startsWith(`Seeded ${relay}-2:`)), `ReplicaSeeded Events: ${seeded.join(" | ")}`).toBe(true);
+  }, 400_000);
 });

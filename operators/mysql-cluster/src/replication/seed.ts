@@ -7,7 +7,8 @@
 //            would hold FLUSH TABLES WITH READ LOCK, and every writer queues
 //            behind a waiting FTWRL); then FTWRL bounded by lock_wait_timeout
 //            (and, on MariaDB, max_statement_time); START TRANSACTION WITH
-//            CONSISTENT SNAPSHOT; read the GTID position; UNLOCK TABLES
+//            CONSISTENT SNAPSHOT; read the GTID position (and, on MariaDB, the
+//            binary log state it ends); UNLOCK TABLES
 //   replica  accounts (the mysql privilege tables), then per database: the
 //            tables, their rows (formatted by the server, as the backup engine
 //            does: row-format.ts) and a placeholder for each view; then, for
@@ -15,7 +16,12 @@
 //            views and functions of any database), triggers and events —
 //            after the data; nothing written to the replica's binary log
 //   replica  the snapshot's GTID position becomes its replication position,
-//            so replication continues exactly after the snapshot.
+//            so replication continues exactly after the snapshot; its binary
+//            log starts over from the snapshot's history (MariaDB: RESET
+//            MASTER, gtid_binlog_state; MySQL: RESET MASTER, gtid_purged), so
+//            it says, as any primary's does, that what came before is not in
+//            it: made the primary, it seeds a new replica instead of handing
+//            it only what it logged after the copy.
 //
 // A primary too busy to lock is a SeedBusyError: the caller tries again later
 // (with back-off), the primary's writers having waited at most the lock wait.
@@ -133,13 +139,22 @@ async function copyRows(src: PoolConnection, dst: PoolConnection, database: stri
   return rows;
 }
 
+/** Where a snapshot stands: its GTID position, and on MariaDB the binary log state that ends there. */
+interface SnapshotPoint {
+  position: string;
+  /**
+   * MariaDB gtid_binlog_state: the last transaction of each origin server, which the position (one per
+   * domain) does not name. "" on MySQL, whose gtid_executed is the whole history already.
+   */
+  history: string;
+}
+
 /**
- * The snapshot (takeConsistentSnapshot of @stateward/mysql) and its GTID
- * position, only when nothing has been running long on the primary and
- * bounded in time: while FTWRL waits for a table in use, every write on the
- * server waits behind it.
+ * The snapshot (takeConsistentSnapshot of @stateward/mysql) and where it stands,
+ * only when nothing has been running long on the primary and bounded in time:
+ * while FTWRL waits for a table in use, every write on the server waits behind it.
  */
-async function snapshotPosition(src: PoolConnection, flavor: Flavor, lockWaitSeconds: number, longStatementSeconds: number): Promise<string> {
+async function snapshotPoint(src: PoolConnection, flavor: Flavor, lockWaitSeconds: number, longStatementSeconds: number): Promise<SnapshotPoint> {
   // Who runs what is not said: a statement's text may hold data or passwords.
   const busy = await q(
     src,
@@ -152,9 +167,15 @@ async function snapshotPosition(src: PoolConnection, flavor: Flavor, lockWaitSec
     );
   }
   const session = { query: (sql: string, values: unknown[] = []) => q(src, sql, values) };
-  let position: string;
+  let point: SnapshotPoint;
   try {
-    position = (await takeConsistentSnapshot(session, { flavor, lockWaitSeconds }, () => readGtidPosition(session, flavor))).value;
+    point = (
+      await takeConsistentSnapshot(session, { flavor, lockWaitSeconds }, async () => ({
+        position: await readGtidPosition(session, flavor),
+        // Read under the same lock: no commit between the two.
+        history: flavor === "MariaDB" ? text((await q(src, "SELECT @@GLOBAL.gtid_binlog_state AS state"))[0], "state") : "",
+      }))
+    ).value;
   } catch (err) {
     await q(src, "SET SESSION lock_wait_timeout = DEFAULT").catch(() => undefined);
     if (err instanceof SnapshotLockTimeoutError) {
@@ -164,7 +185,7 @@ async function snapshotPosition(src: PoolConnection, flavor: Flavor, lockWaitSec
   }
   // The session goes back to the pool with the server's lock wait.
   await q(src, "SET SESSION lock_wait_timeout = DEFAULT");
-  return position;
+  return point;
 }
 
 /**
@@ -180,7 +201,8 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
     replica.withConnection(async (dst) => {
       const result: SeedResult = { position: "", databases: 0, tables: 0, rows: 0 };
       await q(src, "SET SESSION time_zone = '+00:00', NAMES utf8mb4");
-      result.position = await snapshotPosition(src, flavor, options.lockWaitSeconds ?? 2, options.longStatementSeconds ?? 1);
+      const point = await snapshotPoint(src, flavor, options.lockWaitSeconds ?? 2, options.longStatementSeconds ?? 1);
+      result.position = point.position;
 
       const databases = (await q(src, "SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME"))
         .map((r) => text(r, "name"))
@@ -251,6 +273,13 @@ export async function seedReplica(primary: InstanceConnection, replica: Instance
         await q(src, "COMMIT");
 
         if (flavor === "MariaDB") {
+          // Its binary log begins with the primary's history at the snapshot (the Gtid_list of its first log):
+          // made the primary later, it does not claim to hold every transaction from the first one on — an
+          // empty list means "nothing purged", and a new replica would replicate only what came after the copy
+          // (primaryHasHistoryFor) — and its history compares with the other servers' as theirs does
+          // (primary selection, errant transactions). Only an empty binary log takes a state: RESET MASTER first.
+          await q(dst, "RESET MASTER");
+          await q(dst, "SET GLOBAL gtid_binlog_state = ?", [point.history]);
           await q(dst, "SET GLOBAL gtid_slave_pos = ?", [result.position]);
         } else {
           await q(dst, "RESET MASTER");
