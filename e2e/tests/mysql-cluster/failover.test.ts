@@ -22,10 +22,7 @@
 // restarted replica was promoted since, and a rollout restarts no replica
 // while the primary does not answer. A primary whose pod is stuck Terminating
 // is failed over as one that vanished; a promotion whose decision cannot be
-// written leaves its candidate a replica, promoted once it can be. A scale-in
-// applied while the primary does not answer removes no replica until a
-// primary answers again: the leaving replica may be the only one holding the
-// writes the lost primary acknowledged.
+// written leaves its candidate a replica, promoted once it can be.
 import { setTimeout as sleep } from "node:timers/promises";
 import mysql from "mysql2/promise";
 import { builtin, findCondition, type KubeObject } from "@stateward/core";
@@ -657,71 +654,4 @@ describe("an old primary its application still writes to after the failover", ()
     expect(fenced.note).toContain(`${old} was writable but ${next} is the primary`);
     expect([...(await storedIds(servers, next, password, "app.t"))]).toEqual([1]);
   }, 240_000);
-});
-
-describe("a scale-in applied while the primary is lost", () => {
-  it("removes no replica before the failover: the leaving one, the only holder of acknowledged writes, is promoted and nothing is lost", async () => {
-    const name = "shrink";
-    const pods = [`${name}-0`, `${name}-1`, `${name}-2`];
-    // Detection with time to spare: the smaller spec.replicas reaches the operator well before the primary counts as lost.
-    await client.create(MYC, clusterManifest(ns, name, { replicas: 3, storage: { size: "1Gi" }, failover: { detectionSeconds: 10 } }));
-    const c = await clusterRunning(client, suite, name, 3, { check: (x) => findCondition(x.status?.conditions, "SemiSync")?.status === "True" });
-    const old = c.status?.currentPrimary ?? "";
-    // Scaling in to 2 removes ordinal 2: a replica (a new cluster's primary is pod 0).
-    const leaving = `${name}-2`;
-    expect(old).not.toBe(leaving);
-    const staying = pods.find((p) => p !== old && p !== leaving) ?? "";
-    const password = await rootPassword(client, ns, name);
-    await onPod(servers, old, password, "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)");
-    await waitFor(`app.t on ${staying}`, async () => ((await storedIds(servers, staying, password, "app.t").catch(() => undefined)) ? true : undefined), 30_000, 200);
-
-    // The staying replica stops receiving: from now on the primary's commits are acknowledged by the leaving one alone.
-    await onPod(servers, staying, password, "STOP SLAVE IO_THREAD");
-    const semiSyncTx = async () =>
-      Object.fromEntries((await onPod(servers, old, password, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Rpl_semi_sync_master_yes_tx', 'Rpl_semi_sync_master_no_tx')")).map((r) => [String(r.Variable_name), Number(r.Value)]));
-    const before = await semiSyncTx();
-    const ids = Array.from({ length: 20 }, (_, i) => i + 1);
-    await onPod(servers, old, password, ...ids.map((id) => `INSERT INTO app.t VALUES (${id})`));
-    const after = await semiSyncTx();
-    expect(after.Rpl_semi_sync_master_yes_tx, "commits acknowledged by a replica").toBe((before.Rpl_semi_sync_master_yes_tx ?? 0) + ids.length);
-    expect(after.Rpl_semi_sync_master_no_tx, "commits not acknowledged").toBe(before.Rpl_semi_sync_master_no_tx);
-    await waitFor(`the acknowledged rows applied on ${leaving}`, async () => ((await storedIds(servers, leaving, password, "app.t")).size === ids.length ? true : undefined), 30_000, 200);
-    expect([...(await storedIds(servers, staying, password, "app.t"))]).toEqual([]);
-
-    // The primary's node is lost, and right after, the user scales in.
-    const since = new Date().toISOString();
-    await loseNode(servers, old);
-    await client.patch(MYC, ns, name, { spec: { replicas: 2 } });
-    let held: { status?: string; message?: string } | undefined;
-    const decided = await waitFor("a promotion, or FailoverNeeded", async () => {
-      const x = await get(name);
-      const cond = findCondition(x.status?.conditions, "ScaleInHeld");
-      if (cond?.status === "True") held = cond;
-      return x.status?.currentPrimary !== old || findCondition(x.status?.conditions, "FailoverNeeded")?.status === "True" ? x : undefined;
-    }, 90_000, 200);
-    // Before, the leaving replica was retired (its replication reset) at once, the failover promoted the
-    // staying one, which lacks the acknowledged rows, and reported no loss.
-    const promoted = decided.status?.currentPrimary ?? "";
-    const onPromoted = promoted === old ? undefined : (await storedIds(servers, promoted, password, "app.t")).size;
-    expect(
-      promoted,
-      `${promoted} holds ${onPromoted ?? "?"} of the ${ids.length} acknowledged rows; lastFailover.dataLoss: ${decided.status?.lastFailover?.dataLoss ?? "none reported"}; FailoverNeeded: ${findCondition(decided.status?.conditions, "FailoverNeeded")?.message}`,
-    ).toBe(leaving);
-    expect(decided.status?.lastFailover?.dataLoss).toBeUndefined();
-    expect([...(await storedIds(servers, leaving, password, "app.t"))].sort((a, b) => a - b)).toEqual(ids);
-    // kubectl describe said why the scale-in waited.
-    expect(held?.message).toContain(`the primary ${old} does not answer`);
-    const told = await events(name, since);
-    expect(told.find((e) => e.reason === "ScaleInHeld")).toMatchObject({ type: "Warning" });
-    const failedOver = told.findIndex((e) => e.reason === "FailedOver");
-    expect(told.findIndex((e) => e.reason === "ReplicaRemoved"), "a replica removed before the failover").toSatisfy((i: number) => i === -1 || i > failedOver);
-
-    // Then the scale-in goes on from the new primary: it switches over to a server that stays (the old primary
-    // back, or the replica that caught up from it), and the leaving one goes, every row on the servers left.
-    await nodeBack(servers, old);
-    const done = await clusterRunning(client, suite, name, 2, { check: (x) => x.status?.currentPrimary !== leaving, timeoutMs: 180_000 });
-    expect(done.status?.members?.map((m) => m.name)).toEqual(pods.slice(0, 2));
-    for (const pod of pods.slice(0, 2)) expect([...(await storedIds(servers, pod, password, "app.t"))].sort((a, b) => a - b), pod).toEqual(ids);
-    expect(findCondition(done.status?.conditions, "ScaleInHeld")).toMatchObject({ status: "False" });
-  }, 300_000);
 });

@@ -15,9 +15,7 @@
 //                   owned-objects.ts); a bigger storage.size grows the volumes
 //                   first (volumes.ts)
 //   4. scale in     replication stopped on the ordinals leaving, then the
-//                   StatefulSet shrinks; the primary is never removed, and
-//                   nothing leaves while the primary does not answer
-//                   (scale-in.ts)
+//                   StatefulSet shrinks; the primary is never removed
 //   4b. failover    a primary that does not answer is watched; once lost
 //                   (detectionSeconds and a second signal) the most complete
 //                   replica is promoted, or FailoverNeeded says why not
@@ -58,7 +56,6 @@ import { ClusterProblem, memberError } from "./problems.ts";
 import { DECISION_RECHECK_MS, RecordedDecisions } from "./recorded-decisions.ts";
 import { moveOffLeavingPrimary, rolloutStep, type RolloutContext } from "./rollout-step.ts";
 import { POD_CONFIG_HASH_ANNOTATION, RUNTIME_SETTINGS_ANNOTATION, decideConfig } from "./runtime-config.ts";
-import { SCALE_IN_HELD_CONDITION, planScaleIn, scaleInCondition } from "./scale-in.ts";
 import { ReplicaSeeding, seedingCondition } from "./seeding.ts";
 import { ensureSecrets } from "./secrets.ts";
 import { statusReport } from "./status-report.ts";
@@ -198,15 +195,9 @@ export class ClusterReconciler implements Reconciler {
 
     // 4. Scale in: stop replication on the leaving ordinals first. When the primary would
     //    leave, nothing shrinks until a switchover (below) moved it to a staying replica.
-    //    With no primary known, or one that does not answer, nothing shrinks: a leaving server
-    //    may be the one with the newest (acknowledged) writes, which a failover must find.
-    const scaleIn = planScaleIn({ name, current, desired, primaryOrdinal, primaryProblem: primary ? undefined : (primaryError ?? "its pod does not exist") });
-    const { primaryLeaving, replicas: stsReplicas } = scaleIn;
-    const scaleInHeld = findCondition(cluster.status?.conditions, SCALE_IN_HELD_CONDITION);
-    if (scaleIn.heldBecause !== undefined && scaleInHeld?.status !== "True") {
-      ctx.log.info("scale-in waits for the primary", { message: scaleIn.heldBecause });
-      await this.d.events.record(cluster, "Warning", SCALE_IN_HELD_CONDITION, scaleIn.heldBecause);
-    }
+    //    With no primary known, nothing shrinks: a leaving server may be the one with the newest writes.
+    const primaryLeaving = primaryOrdinal !== undefined && desired <= primaryOrdinal && current > desired;
+    const stsReplicas = primaryLeaving || (primaryOrdinal === undefined && current > desired) ? current : desired;
     for (let ordinal = current - 1; ordinal >= stsReplicas; ordinal--) {
       const pod = pods.get(ordinal);
       if (pod) await retire(this.d, cluster, ordinal, pod, ctx);
@@ -269,7 +260,6 @@ export class ClusterReconciler implements Reconciler {
         failover.condition,
         failedOverCondition(cluster.status?.lastFailover),
         errantCondition(errant, findCondition(cluster.status?.conditions, "ErrantTransactions")),
-        scaleInCondition(scaleIn, scaleInHeld),
       ],
     });
     await writeStatus(this.d.client, RT, cluster, readyStatus(report.fields, report.ready, report.others));
